@@ -1,0 +1,84 @@
+# Makefile - build, test, demo and install the inventory service and its lock library.
+#
+#   make                  build build/inventory-service
+#   make test             install what is missing, build, run every test
+#   make demo             install what is missing, build, run the evolution on a local stack
+#   make install          copy the binary to $(DESTDIR)$(PREFIX)/bin
+#   SANITIZER=address,undefined | thread   checked builds (work with make test)
+#   WERROR=0              do not turn warnings into errors (for packagers)
+
+PREFIX   ?= /usr/local
+CC       ?= cc
+WERROR   ?= 1
+SANITIZER ?=
+PKGS     := libmicrohttpd hiredis jansson
+
+WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2
+ifeq ($(WERROR),1)
+WARN     += -Werror
+endif
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) -pthread -Ibuild -I.
+ifneq ($(SANITIZER),)
+CFLAGS   += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer
+LDFLAGS  += -fsanitize=$(SANITIZER)
+endif
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS   += $(PKG_CFLAGS)
+LDLIBS   += $(PKG_LIBS) -pthread
+
+LOCK_SRC    := $(wildcard lock/*.c)
+SERVICE_SRC := $(wildcard service/*.c)
+LUA_SRC     := $(wildcard lock/scripts/*.lua service/scripts/*.lua)
+LOCK_OBJ    := $(LOCK_SRC:%.c=build/%.o)
+SERVICE_OBJ := $(SERVICE_SRC:%.c=build/%.o)
+HEADERS     := $(wildcard lock/*.h service/*.h tests/*.h) build/lua_scripts.h
+
+.PHONY: all test demo deps install clean
+all: build/inventory-service build/test_lock
+
+# Rebuild everything when the flags change (a sanitizer build after a plain one).
+build/.flags: FORCE
+	@mkdir -p build
+	@echo '$(CC) $(CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS) $(LDFLAGS)' > $@
+FORCE:
+
+# Every lock/scripts/NAME.lua and service/scripts/NAME.lua becomes `lua_NAME`, a C string.
+build/lua_scripts.h: $(LUA_SRC) Makefile
+	@mkdir -p build
+	@{ echo '/* lua_scripts.h - generated from lock/scripts and service/scripts; do not edit */'; \
+	  for f in $(LUA_SRC); do \
+	    n=$$(basename $$f .lua); \
+	    echo "static const char lua_$$n[] ="; \
+	    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $$f; \
+	    echo '    ;'; \
+	  done; } > $@.tmp && mv $@.tmp $@
+
+build/%.o: %.c $(HEADERS) build/.flags
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+build/inventory-service: $(SERVICE_OBJ) $(LOCK_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+build/test_lock: build/tests/test_lock.o $(LOCK_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+deps:
+	@deploy/install-deps
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@tests/run
+
+demo: deps
+	@$(MAKE) --no-print-directory build/inventory-service
+	@loadtest/demo
+
+install: build/inventory-service
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 build/inventory-service $(DESTDIR)$(PREFIX)/bin/inventory-service
+
+clean:
+	rm -rf build

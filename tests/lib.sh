@@ -1,0 +1,81 @@
+# lib.sh - shared helpers for the shell tests: checks, free ports, a throwaway Redis.
+# Source it; call t_cleanup (or let the EXIT trap) to stop what was started.
+
+T_PASSED=0
+T_FAILED=0
+T_PIDS=""
+T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/invtest.XXXXXX")
+
+# check DESCRIPTION COMMAND...: runs COMMAND, records pass or fail.
+check() {
+    local d=$1; shift
+    if "$@" >/dev/null 2>&1; then T_PASSED=$((T_PASSED+1)); echo "ok     $d"
+    else T_FAILED=$((T_FAILED+1)); echo "FAIL   $d"; fi
+}
+# check_eq DESCRIPTION EXPECTED ACTUAL
+check_eq() {
+    if [ "$2" = "$3" ]; then T_PASSED=$((T_PASSED+1)); echo "ok     $1"
+    else T_FAILED=$((T_FAILED+1)); echo "FAIL   $1: expected '$2', got '$3'"; fi
+}
+t_report() { echo "$T_PASSED passed, $T_FAILED failed"; [ "$T_FAILED" = 0 ]; }
+
+# free_port: prints a TCP port nobody listens on, on 127.0.0.1.
+free_port() {
+    local p
+    for _ in $(seq 100); do
+        p=$(shuf -i 20000-60000 -n 1)
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+    done
+    return 1
+}
+
+# start_redis: starts a redis-server on a free port; sets REDIS_PORT and REDIS_PID.
+start_redis() {
+    REDIS_PORT=$(free_port)
+    mkdir -p "$T_TMP/redis-$REDIS_PORT"
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+        --dir "$T_TMP/redis-$REDIS_PORT" --daemonize no >"$T_TMP/redis-$REDIS_PORT.log" 2>&1 &
+    REDIS_PID=$!
+    T_PIDS="$T_PIDS $REDIS_PID"
+    for _ in $(seq 100); do
+        redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && return 0
+        sleep 0.05
+    done
+    echo "redis-server did not start on port $REDIS_PORT" >&2
+    cat "$T_TMP/redis-$REDIS_PORT.log" >&2
+    return 1
+}
+
+rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
+
+# start_service PORTVAR ARGS...: starts build/inventory-service on a free port, waits for it.
+# Sets the variable named PORTVAR to the port and SVC_PID to the pid.
+start_service() {
+    local var=$1; shift
+    local port; port=$(free_port)
+    "${SERVICE_BIN:-build/inventory-service}" --port "$port" "$@" >"$T_TMP/svc-$port.log" 2>&1 &
+    SVC_PID=$!
+    T_PIDS="$T_PIDS $SVC_PID"
+    printf -v "$var" '%s' "$port"
+    for _ in $(seq 100); do
+        curl -s -o /dev/null "http://127.0.0.1:$port/health" && return 0
+        kill -0 "$SVC_PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "service did not start on port $port:" >&2
+    cat "$T_TMP/svc-$port.log" >&2
+    return 1
+}
+
+t_cleanup() {
+    local p
+    for p in $T_PIDS; do kill "$p" 2>/dev/null; done
+    for p in $T_PIDS; do
+        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$p" 2>/dev/null
+        kill -CONT "$p" 2>/dev/null
+    done
+    T_PIDS=""
+    rm -rf "$T_TMP"
+}
+trap t_cleanup EXIT
