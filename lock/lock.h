@@ -66,9 +66,14 @@ struct lock_ops {
     /* Optional set-up and tear-down of the version's process-wide state. */
     int (*init)(struct lock_client *lc, struct lock_error *err);
     void (*destroy)(struct lock_client *lc);
-    /* Tries once; LOCK_OK when granted, LOCK_TIMEOUT when held by someone else. */
+    /* Tries once; LOCK_OK when granted, LOCK_TIMEOUT when held by someone else.
+     * lock_acquire() calls it again after retry_ms until the wait limit. */
     int (*try_acquire)(struct lock_client *lc, redisContext *c, struct lock_grant *g,
                        struct lock_error *err);
+    /* Optional: waits by itself up to wait_ms (a local mutex, later a notification);
+     * when set, lock_acquire() calls it instead of polling try_acquire. */
+    int (*acquire_wait)(struct lock_client *lc, redisContext *c, struct lock_grant *g,
+                        long wait_ms, struct lock_error *err);
     int (*release)(struct lock_client *lc, redisContext *c, struct lock_grant *g,
                    struct lock_error *err);
 };
@@ -114,7 +119,8 @@ int lock_grant_is_lost(const struct lock_grant *g);
 struct lock_script {
     const char *name;     /* file name without .lua */
     const char *source;   /* the script text */
-    char sha[41];         /* filled by the first load; guarded by its own once-only load */
+    char sha[41];         /* written once, by the first load, before loaded is set */
+    atomic_int loaded;    /* 1 once sha is known */
 };
 
 /* Runs script with nkeys keys then args (argv has nkeys + nargs strings). Loads it when
