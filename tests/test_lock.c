@@ -1,0 +1,379 @@
+/* test_lock.c - The lock library against a real redis-server: each version's guarantee
+ * and, where a version is unsafe by design, its flaw. Usage: test_lock REDIS_PORT */
+#include "lock/lock.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/test.h"
+
+static int redis_port;
+static const char *KEY = "lock:{test}";
+
+static redisContext *connect_redis(void)
+{
+    redisContext *c = redisConnect("127.0.0.1", redis_port);
+    if (c == NULL || c->err) {
+        fprintf(stderr, "cannot connect to redis on port %d\n", redis_port);
+        exit(2);
+    }
+    return c;
+}
+
+static struct lock_client *client(const char *version, long ttl_ms, const char *instance)
+{
+    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, 5, instance };
+    struct lock_error err;
+    struct lock_client *lc = lock_client_create(lock_find(version), &cfg, &err);
+    if (lc == NULL) {
+        fprintf(stderr, "lock_client_create %s: %s\n", version, err.msg);
+        exit(2);
+    }
+    return lc;
+}
+
+static long long cmd_int(redisContext *c, const char *fmt, const char *arg)
+{
+    redisReply *r = redisCommand(c, fmt, arg);
+    long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -999;
+    freeReplyObject(r);
+    return v;
+}
+
+static int key_exists(redisContext *c) { return cmd_int(c, "EXISTS %s", KEY) == 1; }
+static long long key_pttl(redisContext *c) { return cmd_int(c, "PTTL %s", KEY); }
+static void key_del(redisContext *c) { freeReplyObject(redisCommand(c, "DEL %s", KEY)); }
+
+/* Another owner, on its own thread and connection, tries for wait_ms. */
+struct rival { struct lock_client *lc; long wait_ms; int status; };
+
+static void *rival_main(void *arg)
+{
+    struct rival *rv = arg;
+    redisContext *c = connect_redis();
+    struct lock_grant g;
+    struct lock_error err;
+    char owner[LOCK_OWNER_MAX];
+
+    lock_owner_id(rv->lc, owner, sizeof(owner));
+    rv->status = lock_acquire(rv->lc, c, KEY, owner, rv->wait_ms, &g, &err);
+    if (rv->status == LOCK_OK)
+        lock_release(rv->lc, c, &g, &err);
+    redisFree(c);
+    return NULL;
+}
+
+static int rival_try(struct lock_client *lc, long wait_ms)
+{
+    struct rival rv = { lc, wait_ms, -1 };
+    pthread_t t;
+    pthread_create(&t, NULL, rival_main, &rv);
+    pthread_join(t, NULL);
+    return rv.status;
+}
+
+static void test_registry(void)
+{
+    test_cond("registry finds v6 by name", lock_find("v6") && strcmp(lock_find("v6")->name, "v6") == 0);
+    test_cond("registry finds v6 by its alias", lock_find("lua-release") == lock_find("v6"));
+    test_cond("registry finds v8 by watchdog", lock_find("watchdog") == lock_find("v8"));
+    test_cond("registry: mutex means v1", lock_find("mutex") == lock_find("v1"));
+    test_cond("registry: unknown version is NULL", lock_find("v9") == NULL && lock_find("") == NULL);
+    int n = 0;
+    for (const struct lock_ops *const *v = lock_versions(); *v; v++)
+        n += (*v)->title != NULL && (*v)->flaw != NULL;
+    test_cond("registry lists ten versions with title and flaw", n == 10);
+}
+
+/* Acquire, release, mutual exclusion; the key is there while held and gone after. */
+static void test_basic(const char *version)
+{
+    char d[128];
+    redisContext *c = connect_redis();
+    struct lock_client *lc = client(version, 5000, "test-a");
+    struct lock_grant g;
+    struct lock_error err;
+    char owner[LOCK_OWNER_MAX];
+    int uses_redis = lc->ops->uses_redis;
+
+    key_del(c);
+    lock_owner_id(lc, owner, sizeof(owner));
+    snprintf(d, sizeof(d), "%s: acquire", version);
+    test_cond(d, lock_acquire(lc, c, KEY, owner, 1000, &g, &err) == LOCK_OK);
+    if (uses_redis) {
+        snprintf(d, sizeof(d), "%s: the lock key exists while held", version);
+        test_cond(d, key_exists(c));
+    }
+    snprintf(d, sizeof(d), "%s: another owner waits and times out", version);
+    test_cond(d, rival_try(lc, 150) == LOCK_TIMEOUT);
+    snprintf(d, sizeof(d), "%s: release", version);
+    test_cond(d, lock_release(lc, c, &g, &err) == LOCK_OK);
+    if (uses_redis) {
+        snprintf(d, sizeof(d), "%s: the lock key is gone after release", version);
+        test_cond(d, !key_exists(c));
+    }
+    snprintf(d, sizeof(d), "%s: another owner gets it after release", version);
+    test_cond(d, rival_try(lc, 1000) == LOCK_OK);
+    snprintf(d, sizeof(d), "%s: counters saw the grants and the timeout", version);
+    test_cond(d, atomic_load(&lc->acquisitions) == 2 && atomic_load(&lc->timeouts) == 1);
+    lock_client_destroy(lc);
+    redisFree(c);
+}
+
+static void test_ttls(void)
+{
+    redisContext *c = connect_redis();
+    struct lock_grant g;
+    struct lock_error err;
+    const char *expiring[] = { "v4", "v5", "v6", "v7", NULL };
+
+    struct lock_client *lc = client("v3", 300, "test-a");
+    key_del(c);
+    lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+    test_cond("v3: the lock key has no TTL", key_pttl(c) == -1);
+    lock_sleep_ms(500);
+    test_cond("v3: the key is still there after the would-be TTL", key_exists(c));
+    lock_release(lc, c, &g, &err);
+    lock_client_destroy(lc);
+
+    for (int i = 0; expiring[i]; i++) {
+        char d[128];
+        lc = client(expiring[i], 300, "test-a");
+        key_del(c);
+        lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+        long long pttl = key_pttl(c);
+        snprintf(d, sizeof(d), "%s: the lock key has a TTL of at most ttl-ms", expiring[i]);
+        test_cond(d, pttl > 0 && pttl <= 300);
+        lock_sleep_ms(600);
+        snprintf(d, sizeof(d), "%s: the lock key expires by itself", expiring[i]);
+        test_cond(d, !key_exists(c));
+        snprintf(d, sizeof(d), "%s: the grant reports its lease lost", expiring[i]);
+        test_cond(d, lock_grant_is_lost(&g));
+        lock_client_destroy(lc);
+    }
+    redisFree(c);
+}
+
+/* A release by someone who does not hold the lock. */
+static void test_foreign_release(void)
+{
+    redisContext *c = connect_redis();
+    struct lock_grant g, other;
+    struct lock_error err;
+    const char *safe[] = { "v5", "v6", "v7", "v8", NULL };
+
+    for (int i = 0; safe[i]; i++) {
+        char d[128];
+        struct lock_client *lc = client(safe[i], 5000, "test-a");
+        key_del(c);
+        lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+        other = g;
+        strcpy(other.owner, "test-b:1");
+        other.lease = NULL;
+        snprintf(d, sizeof(d), "%s: a release by a non-owner is refused", safe[i]);
+        test_cond(d, lock_release(lc, c, &other, &err) == LOCK_NOT_OWNER);
+        snprintf(d, sizeof(d), "%s: ... and the owner's key stays", safe[i]);
+        test_cond(d, key_exists(c));
+        lock_release(lc, c, &g, &err);
+        lock_client_destroy(lc);
+    }
+
+    struct lock_client *lc = client("v4", 5000, "test-a");
+    key_del(c);
+    lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+    other = g;
+    strcpy(other.owner, "test-b:1");
+    lock_release(lc, c, &other, &err);
+    test_cond("v4 (flaw): a release by a non-owner deletes the owner's key", !key_exists(c));
+    lock_client_destroy(lc);
+    redisFree(c);
+}
+
+static void test_reentrancy(void)
+{
+    redisContext *c = connect_redis();
+    struct lock_grant outer, inner;
+    struct lock_error err;
+
+    struct lock_client *lc = client("v7", 5000, "test-a");
+    key_del(c);
+    test_cond("v7: outer acquire", lock_acquire(lc, c, KEY, "test-a:1", 1000, &outer, &err) == LOCK_OK && outer.depth == 1);
+    test_cond("v7: nested acquire by the same owner is granted at once",
+              lock_acquire(lc, c, KEY, "test-a:1", 1000, &inner, &err) == LOCK_OK && inner.depth == 2 && inner.waited_ms < 500);
+    redisReply *r = redisCommand(c, "HGET %s %s", KEY, "test-a:1");
+    test_cond("v7: the hash counts two holds", r && r->type == REDIS_REPLY_STRING && strcmp(r->str, "2") == 0);
+    freeReplyObject(r);
+    test_cond("v7: first release", lock_release(lc, c, &inner, &err) == LOCK_OK);
+    test_cond("v7: the key stays after the first release", key_exists(c));
+    test_cond("v7: second release", lock_release(lc, c, &outer, &err) == LOCK_OK);
+    test_cond("v7: the key is gone after the second release", !key_exists(c));
+    lock_client_destroy(lc);
+
+    const char *flat[] = { "v1", "v3", "v6", NULL };
+    for (int i = 0; flat[i]; i++) {
+        char d[128];
+        lc = client(flat[i], 5000, "test-a");
+        key_del(c);
+        lock_acquire(lc, c, KEY, "test-a:1", 1000, &outer, &err);
+        long long t0 = lock_now_ms();
+        int st = lock_acquire(lc, c, KEY, "test-a:1", 300, &inner, &err);
+        snprintf(d, sizeof(d), "%s (flaw): a nested acquire waits on itself and times out", flat[i]);
+        test_cond(d, st == LOCK_TIMEOUT && lock_now_ms() - t0 >= 250);
+        lock_release(lc, c, &outer, &err);
+        lock_client_destroy(lc);
+    }
+    redisFree(c);
+}
+
+static void test_watchdog(void)
+{
+    redisContext *c = connect_redis();
+    struct lock_grant g;
+    struct lock_error err;
+
+    struct lock_client *lc = client("v8", 900, "test-a");
+    key_del(c);
+    lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+    lock_sleep_ms(2500);
+    test_cond("v8: the key outlives its TTL while held", key_exists(c));
+    test_cond("v8: the watchdog renewed it", atomic_load(&lc->renewals) >= 2);
+    test_cond("v8: the lease is not lost", !lock_grant_is_lost(&g));
+    test_cond("v8: release", lock_release(lc, c, &g, &err) == LOCK_OK && !key_exists(c));
+
+    /* After release nothing renews: a look-alike key with our owner expires. */
+    freeReplyObject(redisCommand(c, "HSET %s test-a:1 1", KEY));
+    freeReplyObject(redisCommand(c, "PEXPIRE %s 500", KEY));
+    long long renewals = atomic_load(&lc->renewals);
+    lock_sleep_ms(1500);
+    test_cond("v8: after release the watchdog renews nothing", !key_exists(c) && atomic_load(&lc->renewals) == renewals);
+
+    /* Someone else takes the key: the renewal is refused and the holder is told. */
+    lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+    key_del(c);
+    freeReplyObject(redisCommand(c, "HSET %s test-b:1 1", KEY));
+    lock_sleep_ms(1000);
+    test_cond("v8: a refused renewal marks the lease lost", lock_grant_is_lost(&g) && atomic_load(&lc->lost_leases) >= 1);
+    test_cond("v8: the taken lock is not released by the loser", lock_release(lc, c, &g, &err) == LOCK_NOT_OWNER && key_exists(c));
+    lock_client_destroy(lc);
+
+    /* A dead holder: its process is killed, nothing renews, the key expires. */
+    key_del(c);
+    int fds[2];
+    if (pipe(fds) != 0)
+        exit(2);
+    pid_t pid = fork();
+    if (pid == 0) {
+        redisContext *cc = connect_redis();
+        struct lock_client *child = client("v8", 900, "test-dead");
+        char ok = lock_acquire(child, cc, KEY, "test-dead:1", 1000, &g, &err) == LOCK_OK ? 'y' : 'n';
+        if (write(fds[1], &ok, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    char ok = 'n';
+    if (read(fds[0], &ok, 1) != 1)
+        ok = 'n';
+    lock_sleep_ms(1200);
+    test_cond("v8: a live holder in another process keeps the key past its TTL", ok == 'y' && key_exists(c));
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    lock_sleep_ms(1500);
+    test_cond("v8: the key of a killed holder expires", !key_exists(c));
+    close(fds[0]);
+    close(fds[1]);
+    redisFree(c);
+}
+
+/* v5 vs v6: the lease runs out inside release while another holder enters. */
+struct releaser { struct lock_client *lc; struct lock_grant g; int status; };
+
+static void *releaser_main(void *arg)
+{
+    struct releaser *rl = arg;
+    redisContext *c = connect_redis();
+    struct lock_error err;
+    rl->status = lock_release(rl->lc, c, &rl->g, &err);
+    redisFree(c);
+    return NULL;
+}
+
+static void test_release_gap(const char *version, int expect_foreign_delete)
+{
+    char d[160];
+    redisContext *c = connect_redis();
+    struct lock_client *lc = client(version, 1000, "test-a");
+    struct releaser rl = { .lc = lc, .status = -1 };
+    struct lock_grant b;
+    struct lock_error err;
+    pthread_t t;
+
+    key_del(c);
+    lock_acquire(lc, c, KEY, "test-a:1", 1000, &rl.g, &err);
+    rl.g.release_gap_ms = 1600;
+    pthread_create(&t, NULL, releaser_main, &rl); /* v5 checks ownership now, acts at 1.6 s */
+    lock_sleep_ms(1200);                           /* A's 1 s lease has run out; B's runs to 2.2 s */
+    int got = lock_acquire(lc, c, KEY, "test-b:1", 1000, &b, &err);
+    pthread_join(t, NULL);
+    int b_key = key_exists(c);
+    int b_release = lock_release(lc, c, &b, &err);
+    if (expect_foreign_delete) {
+        snprintf(d, sizeof(d), "%s (flaw): the late release deletes the next holder's lock", version);
+        test_cond(d, got == LOCK_OK && !b_key);
+        snprintf(d, sizeof(d), "%s (flaw): the next holder finds its lock stolen", version);
+        test_cond(d, b_release == LOCK_NOT_OWNER && atomic_load(&lc->stolen) == 1);
+    } else {
+        snprintf(d, sizeof(d), "%s: the late release leaves the next holder's lock alone", version);
+        test_cond(d, got == LOCK_OK && b_key && rl.status == LOCK_NOT_OWNER);
+        snprintf(d, sizeof(d), "%s: nothing is stolen", version);
+        test_cond(d, b_release == LOCK_OK && atomic_load(&lc->stolen) == 0);
+    }
+    lock_client_destroy(lc);
+    redisFree(c);
+}
+
+static void test_scripts_and_errors(void)
+{
+    redisContext *c = connect_redis();
+    struct lock_client *lc = client("v7", 5000, "test-a");
+    struct lock_grant g;
+    struct lock_error err;
+
+    key_del(c);
+    lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+    freeReplyObject(redisCommand(c, "SCRIPT FLUSH"));
+    test_cond("scripts are loaded again after SCRIPT FLUSH (NOSCRIPT)", lock_release(lc, c, &g, &err) == LOCK_OK && !key_exists(c));
+
+    redisContext *dead = redisConnect("127.0.0.1", 1);
+    memset(&err, 0, sizeof(err));
+    test_cond("an unreachable Redis gives LOCK_ERROR with io set",
+              lock_acquire(lc, dead, KEY, "test-a:1", 100, &g, &err) == LOCK_ERROR && err.io == 1 && err.msg[0]);
+    redisFree(dead);
+    lock_client_destroy(lc);
+    redisFree(c);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2 || (redis_port = atoi(argv[1])) <= 0) {
+        fprintf(stderr, "usage: test_lock REDIS_PORT\n");
+        return 2;
+    }
+    test_registry();
+    const char *all[] = { "v1", "v3", "v4", "v5", "v6", "v7", "v8", NULL };
+    for (int i = 0; all[i]; i++)
+        test_basic(all[i]);
+    test_ttls();
+    test_foreign_release();
+    test_reentrancy();
+    test_release_gap("v5", 1);
+    test_release_gap("v6", 0);
+    test_watchdog();
+    test_scripts_and_errors();
+    return test_report();
+}
