@@ -33,10 +33,10 @@ SERVICE_SRC := $(wildcard service/*.c)
 LUA_SRC     := $(wildcard lock/scripts/*.lua service/scripts/*.lua)
 LOCK_OBJ    := $(LOCK_SRC:%.c=build/%.o)
 SERVICE_OBJ := $(SERVICE_SRC:%.c=build/%.o)
-HEADERS     := $(wildcard lock/*.h service/*.h tests/*.h) build/lua_scripts.h
+HEADERS     := $(wildcard lock/*.h service/*.h loadtest/*.h tests/*.h) build/lua_scripts.h
 
 .PHONY: all test demo deps install clean
-all: build/inventory-service build/test_lock
+all: build/inventory-service build/test_lock build/evolution-report
 
 # Rebuild everything when the flags change (a sanitizer build after a plain one).
 build/.flags: FORCE
@@ -63,6 +63,9 @@ build/inventory-service: $(SERVICE_OBJ) $(LOCK_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 build/test_lock: build/tests/test_lock.o $(LOCK_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+build/evolution-report: build/loadtest/report.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 deps:

@@ -15,12 +15,11 @@ PER_CLIENT=6      # requests per client: 2 x 20 x 6 = 240 requests for 60 items
 # hammer PORT QUERY: CLIENTS curl processes in parallel, each PER_CLIENT sequential sales
 # on one keep-alive connection; prints one status code per request.
 hammer() {
-    local port=$1 query=$2 urls=() i
-    for i in $(seq "$PER_CLIENT"); do urls+=("http://127.0.0.1:$port/inventory/sale?$query"); done
-    for i in $(seq "$CLIENTS"); do
-        curl -s -o /dev/null -o /dev/null -o /dev/null -o /dev/null -o /dev/null -o /dev/null \
-            -w '%{http_code}\n' "${urls[@]}" &
+    local port=$1 query=$2 args=() i
+    for i in $(seq "$PER_CLIENT"); do
+        args+=(-o /dev/null "http://127.0.0.1:$port/inventory/sale?$query")
     done
+    for i in $(seq "$CLIENTS"); do curl -s -w '%{http_code}\n' "${args[@]}" & done
     wait
 }
 
