@@ -36,7 +36,7 @@ SERVICE_OBJ := $(SERVICE_SRC:%.c=build/%.o)
 HEADERS     := $(wildcard lock/*.h service/*.h loadtest/*.h tests/*.h) build/lua_scripts.h
 
 .PHONY: all test demo deps install clean
-all: build/inventory-service build/test_lock build/evolution-report
+all: build/inventory-service build/test_lock $(if $(wildcard loadtest/report.c),build/evolution-report)
 
 # Rebuild everything when the flags change (a sanitizer build after a plain one).
 build/.flags: FORCE

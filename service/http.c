@@ -1,0 +1,268 @@
+/* http.c - The routes: parses and checks requests, and turns every result into an answer. */
+#include "service/http.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/service.h"
+
+/* Sent as the answer, in one place: status code and JSON body (owned by this call). */
+static enum MHD_Result answer_json(struct MHD_Connection *conn, unsigned status, json_t *body,
+                                   const char *header, const char *value)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+
+    json_decref(body);
+    if (text == NULL)
+        return MHD_NO;
+    resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    if (header)
+        MHD_add_response_header(resp, header, value);
+    ret = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static enum MHD_Result answer_error(struct MHD_Connection *conn, unsigned status,
+                                    const char *error, const char *message)
+{
+    json_t *body = json_pack("{s:b, s:s}", "ok", 0, "error", error);
+    if (message && *message)
+        json_object_set_new(body, "message", json_string(message));
+    return answer_json(conn, status, body, NULL, NULL);
+}
+
+/* The query of a sale or inventory request, checked. */
+struct params {
+    const char *item;
+    long work_ms, release_gap_ms, nested;
+    int has_fault;          /* a teaching fault was asked for */
+    char error[160];        /* set when a parameter is bad */
+};
+
+/* Parses 0..max from a whole decimal string; 0 on success. */
+static int parse_bounded(const char *s, long max, long *out)
+{
+    char *end;
+    long v;
+
+    if (s == NULL || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || *end != '\0' || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int item_is_valid(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > ITEM_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.' || s[i] == '-'))
+            return 0;
+    return 1;
+}
+
+static enum MHD_Result param_visit(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    struct params *p = cls;
+    long *num = NULL, max = 60000;
+
+    (void)kind;
+    if (p->error[0])
+        return MHD_NO;
+    if (value == NULL)
+        value = "";
+    if (strcmp(key, "item") == 0) {
+        if (!item_is_valid(value))
+            snprintf(p->error, sizeof(p->error),
+                     "item must be 1 to %d characters of A-Z a-z 0-9 _ . -", ITEM_MAX);
+        p->item = value;
+        return MHD_YES;
+    }
+    if (strcmp(key, "work_ms") == 0)
+        num = &p->work_ms;
+    else if (strcmp(key, "release_gap_ms") == 0)
+        num = &p->release_gap_ms;
+    else if (strcmp(key, "nested") == 0)
+        num = &p->nested, max = 1;
+    if (num == NULL) {
+        snprintf(p->error, sizeof(p->error), "unknown parameter '%.40s'", key);
+        return MHD_NO;
+    }
+    if (parse_bounded(value, max, num) != 0)
+        snprintf(p->error, sizeof(p->error), "%s must be a whole number from 0 to %ld", key, max);
+    p->has_fault = 1;
+    return MHD_YES;
+}
+
+/* Fills p from the query; 0 when valid, else p->error says why. */
+static int params_parse(struct MHD_Connection *conn, struct params *p, int faults_allowed)
+{
+    memset(p, 0, sizeof(*p));
+    p->item = "inventory001";
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, param_visit, p);
+    if (!p->error[0] && p->has_fault && !faults_allowed)
+        snprintf(p->error, sizeof(p->error), "this request takes only item");
+    return p->error[0] ? -1 : 0;
+}
+
+static enum MHD_Result route_sale(struct MHD_Connection *conn)
+{
+    struct params p;
+    struct sale_request rq;
+    struct sale_outcome out;
+    json_t *body;
+
+    if (params_parse(conn, &p, 1) != 0) {
+        metrics_bad_request();
+        return answer_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", p.error);
+    }
+    if (p.has_fault && !svc.faults) {
+        metrics_bad_request();
+        return answer_error(conn, MHD_HTTP_FORBIDDEN, "faults_disabled",
+                            "work_ms, release_gap_ms and nested need an instance started with --faults");
+    }
+    if (p.has_fault && svc.ops->is_atomic) {
+        metrics_bad_request();
+        return answer_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+                            "the atomic sale is one script: there is no lock to fault");
+    }
+    rq = (struct sale_request){ p.item, p.work_ms, p.release_gap_ms, (int)p.nested };
+    metrics_in_flight(1);
+    sale_run(&rq, &out);
+    metrics_in_flight(-1);
+    metrics_sale(out.result);
+
+    switch (out.result) {
+    case SALE_OK:
+        body = json_pack("{s:b, s:s, s:I, s:s, s:s}", "ok", 1, "item", p.item,
+                         "remaining", (json_int_t)out.remaining, "instance", svc.name,
+                         "lock", svc.ops->name);
+        if (out.token)
+            json_object_set_new(body, "token", json_integer(out.token));
+        if (out.lease_lost)
+            json_object_set_new(body, "lease_lost", json_true());
+        return answer_json(conn, MHD_HTTP_OK, body, NULL, NULL);
+    case SALE_SOLD_OUT:
+        body = json_pack("{s:b, s:s, s:i}", "ok", 0, "error", "sold_out", "remaining", 0);
+        return answer_json(conn, MHD_HTTP_CONFLICT, body, NULL, NULL);
+    case SALE_LOCK_TIMEOUT:
+        body = json_pack("{s:b, s:s}", "ok", 0, "error", "lock_timeout");
+        return answer_json(conn, MHD_HTTP_SERVICE_UNAVAILABLE, body, "Retry-After", "1");
+    case SALE_REDIS_DOWN:
+        return answer_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "redis_unavailable", NULL);
+    case SALE_UNKNOWN_ITEM:
+        return answer_error(conn, MHD_HTTP_NOT_FOUND, "unknown_item", out.message);
+    case SALE_BAD_STOCK:
+        return answer_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "bad_stock", out.message);
+    default:
+        return answer_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "error", out.message);
+    }
+}
+
+static enum MHD_Result route_inventory(struct MHD_Connection *conn)
+{
+    struct params p;
+    long long stock = 0, sold = 0;
+    char msg[192] = "";
+
+    if (params_parse(conn, &p, 0) != 0)
+        return answer_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", p.error);
+    switch (inventory_read(p.item, &stock, &sold, msg, sizeof(msg))) {
+    case SALE_OK:
+        return answer_json(conn, MHD_HTTP_OK,
+                           json_pack("{s:s, s:I, s:I}", "item", p.item, "stock", (json_int_t)stock,
+                                     "sold", (json_int_t)sold), NULL, NULL);
+    case SALE_UNKNOWN_ITEM:
+        return answer_error(conn, MHD_HTTP_NOT_FOUND, "unknown_item", msg);
+    case SALE_BAD_STOCK:
+        return answer_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "bad_stock", msg);
+    default:
+        return answer_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "redis_unavailable", NULL);
+    }
+}
+
+static enum MHD_Result route_metrics(struct MHD_Connection *conn)
+{
+    size_t len;
+    char *text = metrics_render(&len);
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+
+    if (text == NULL)
+        return MHD_NO;
+    resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
+    ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/* The routes and the methods each takes. */
+static const struct route {
+    const char *path;
+    int post_too;
+    enum MHD_Result (*serve)(struct MHD_Connection *conn);
+} routes[] = {
+    { "/inventory/sale", 1, route_sale },
+    { "/inventory", 0, route_inventory },
+    { "/health", 0, NULL },
+    { "/metrics", 0, route_metrics },
+};
+
+/* libmicrohttpd calls this at least twice per request. The first call only marks the
+ * request (answering then would make 0.9.75 close the connection: no keep-alive); the
+ * calls with a body consume it; the last one answers. */
+enum MHD_Result http_handle(void *cls, struct MHD_Connection *conn, const char *url,
+                            const char *method, const char *version, const char *upload_data,
+                            size_t *upload_data_size, void **req_cls)
+{
+    static int seen;
+
+    (void)cls, (void)version, (void)upload_data;
+    if (*req_cls == NULL) {
+        *req_cls = &seen;
+        return MHD_YES;
+    }
+    if (*upload_data_size != 0) {
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        const struct route *r = &routes[i];
+        if (strcmp(url, r->path) != 0)
+            continue;
+        if (strcmp(method, "GET") != 0 && !(r->post_too && strcmp(method, "POST") == 0)) {
+            json_t *body = json_pack("{s:b, s:s}", "ok", 0, "error", "method_not_allowed");
+            return answer_json(conn, MHD_HTTP_METHOD_NOT_ALLOWED, body, "Allow",
+                               r->post_too ? "GET, POST" : "GET");
+        }
+        if (r->serve)
+            return r->serve(conn);
+        if (store_ping())
+            return answer_json(conn, MHD_HTTP_OK, json_pack("{s:b}", "ok", 1), NULL, NULL);
+        return answer_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "redis_unavailable", NULL);
+    }
+    return answer_error(conn, MHD_HTTP_NOT_FOUND, "not_found", NULL);
+}

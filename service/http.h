@@ -1,0 +1,12 @@
+/* http.h - The HTTP handler given to libmicrohttpd. */
+#ifndef HTTP_H
+#define HTTP_H
+
+#include <microhttpd.h>
+
+/* The MHD_AccessHandlerCallback of the service: routes, checks, answers in JSON. */
+enum MHD_Result http_handle(void *cls, struct MHD_Connection *conn, const char *url,
+                            const char *method, const char *version, const char *upload_data,
+                            size_t *upload_data_size, void **req_cls);
+
+#endif

@@ -1,0 +1,228 @@
+/* main.c - inventory-service: flags, start-up, and a clean stop on SIGTERM or SIGINT. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "service/http.h"
+#include "service/service.h"
+
+struct service_config svc;
+struct lock_client *svc_lock;
+
+void log_event(const char *level, const char *fmt, ...)
+{
+    char when[32], msg[512];
+    time_t now = time(NULL);
+    struct tm tm;
+    va_list ap;
+
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s %s %s %s\n", when, level, svc.name[0] ? svc.name : "inventory", msg);
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: inventory-service [options]\n"
+        "\n"
+        "Sells stock held in Redis under one of the lock versions.\n"
+        "\n"
+        "  --port P          HTTP port (default 8080)\n"
+        "  --bind ADDR       IPv4 address to listen on (default 127.0.0.1)\n"
+        "  --redis HOST:PORT Redis server (default 127.0.0.1:6379)\n"
+        "  --lock V          lock version, by name or alias (default v8); see below\n"
+        "  --ttl-ms T        lease of the Redis locks, in ms (default 30000)\n"
+        "  --wait-ms W       how long a sale waits for the lock before lock_timeout (default 10000)\n"
+        "  --retry-ms R      sleep between tries while the lock is taken (default 10)\n"
+        "  --faults          accept the teaching faults work_ms, release_gap_ms, nested=1\n"
+        "                    and keep the mutual-exclusion probe (probe:{I}, overlaps:{I})\n"
+        "  --name NAME       instance name in answers, logs and the ledger (default inventory-PORT)\n"
+        "  --max-conns N     most connections served at once, one thread each (default 1000)\n"
+        "  --help            this text\n"
+        "\n"
+        "Lock versions:\n");
+    for (const struct lock_ops *const *v = lock_versions(); *v; v++)
+        fprintf(out, "  %-7s %-12s %s\n          flaw: %s\n", (*v)->name, (*v)->alias,
+                (*v)->title, (*v)->flaw);
+}
+
+/* Parses a whole number in [min, max] or exits with a one-line reason. */
+static long number_flag(const char *flag, const char *s, long min, long max)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < min || v > max) {
+        fprintf(stderr, "inventory-service: --%s wants a whole number from %ld to %ld, not '%s'\n",
+                flag, min, max, s);
+        exit(2);
+    }
+    return v;
+}
+
+static void parse_flags(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "port", required_argument, NULL, 'p' },     { "bind", required_argument, NULL, 'b' },
+        { "redis", required_argument, NULL, 'r' },    { "lock", required_argument, NULL, 'l' },
+        { "ttl-ms", required_argument, NULL, 't' },   { "wait-ms", required_argument, NULL, 'w' },
+        { "retry-ms", required_argument, NULL, 'y' }, { "faults", no_argument, NULL, 'f' },
+        { "name", required_argument, NULL, 'n' },     { "max-conns", required_argument, NULL, 'm' },
+        { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+    };
+    const char *lock = "v8", *colon;
+    int o;
+
+    svc.port = 8080;
+    strcpy(svc.bind, "127.0.0.1");
+    strcpy(svc.redis_host, "127.0.0.1");
+    svc.redis_port = 6379;
+    svc.ttl_ms = 30000;
+    svc.wait_ms = 10000;
+    svc.retry_ms = 10;
+    svc.max_conns = 1000;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (o) {
+        case 'p': svc.port = (int)number_flag("port", optarg, 1, 65535); break;
+        case 'b':
+            if (snprintf(svc.bind, sizeof(svc.bind), "%s", optarg) >= (int)sizeof(svc.bind))
+                goto bad_bind;
+            break;
+        case 'r':
+            colon = strrchr(optarg, ':');
+            if (colon == NULL || colon == optarg || (size_t)(colon - optarg) >= sizeof(svc.redis_host)) {
+                fprintf(stderr, "inventory-service: --redis wants HOST:PORT, not '%s'\n", optarg);
+                exit(2);
+            }
+            memcpy(svc.redis_host, optarg, colon - optarg);
+            svc.redis_host[colon - optarg] = '\0';
+            svc.redis_port = (int)number_flag("redis port", colon + 1, 1, 65535);
+            break;
+        case 'l': lock = optarg; break;
+        case 't': svc.ttl_ms = number_flag("ttl-ms", optarg, 10, 86400000); break;
+        case 'w': svc.wait_ms = number_flag("wait-ms", optarg, 0, 3600000); break;
+        case 'y': svc.retry_ms = number_flag("retry-ms", optarg, 1, 10000); break;
+        case 'f': svc.faults = 1; break;
+        case 'n':
+            if (!*optarg || snprintf(svc.name, sizeof(svc.name), "%s", optarg) >= (int)sizeof(svc.name)) {
+                fprintf(stderr, "inventory-service: --name wants 1 to %zu characters\n", sizeof(svc.name) - 1);
+                exit(2);
+            }
+            break;
+        case 'm': svc.max_conns = (int)number_flag("max-conns", optarg, 1, 100000); break;
+        case 'h': usage(stdout); exit(0);
+        default:
+            fprintf(stderr, "inventory-service: unknown or incomplete option '%s' (see --help)\n",
+                    argv[optind - 1]);
+            exit(2);
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "inventory-service: unexpected argument '%s' (see --help)\n", argv[optind]);
+        exit(2);
+    }
+    svc.ops = lock_find(lock);
+    if (svc.ops == NULL) {
+        fprintf(stderr, "inventory-service: unknown lock version '%s' (see --help)\n", lock);
+        exit(2);
+    }
+    if (!svc.name[0])
+        snprintf(svc.name, sizeof(svc.name), "inventory-%d", svc.port);
+    return;
+bad_bind:
+    fprintf(stderr, "inventory-service: --bind wants an IPv4 address\n");
+    exit(2);
+}
+
+/* 32 random hex digits: this process's identity in every lock owner id. */
+static int make_instance_id(char out[33])
+{
+    unsigned char raw[16];
+    int fd = open("/dev/urandom", O_RDONLY);
+
+    if (fd < 0 || read(fd, raw, sizeof(raw)) != (ssize_t)sizeof(raw)) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    for (int i = 0; i < 16; i++)
+        sprintf(out + 2 * i, "%02x", raw[i]);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET };
+    struct lock_config cfg;
+    struct lock_error err;
+    struct MHD_Daemon *d;
+    sigset_t stop;
+    int sig;
+
+    parse_flags(argc, argv);
+    if (inet_pton(AF_INET, svc.bind, &addr.sin_addr) != 1) {
+        fprintf(stderr, "inventory-service: --bind wants an IPv4 address, not '%s'\n", svc.bind);
+        return 2;
+    }
+    addr.sin_port = htons((uint16_t)svc.port);
+    if (make_instance_id(svc.instance_id) != 0) {
+        fprintf(stderr, "inventory-service: cannot read /dev/urandom\n");
+        return 1;
+    }
+
+    /* Every thread started from here on inherits these signals blocked; main waits for them. */
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+
+    cfg = (struct lock_config){ svc.redis_host, svc.redis_port, svc.ttl_ms, svc.retry_ms,
+                                svc.instance_id };
+    svc_lock = lock_client_create(svc.ops, &cfg, &err);
+    if (svc_lock == NULL) {
+        fprintf(stderr, "inventory-service: lock %s: %s\n", svc.ops->name, err.msg);
+        return 1;
+    }
+    d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                             MHD_USE_ERROR_LOG,
+                         0, NULL, NULL, http_handle, NULL,
+                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)svc.max_conns,
+                         MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+                         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
+                         MHD_OPTION_END);
+    if (d == NULL) {
+        fprintf(stderr, "inventory-service: cannot listen on %s:%d (in use?)\n", svc.bind, svc.port);
+        lock_client_destroy(svc_lock);
+        return 1;
+    }
+    log_event("INFO", "listening on %s:%d, lock %s (%s), redis %s:%d, ttl %ld ms, wait %ld ms%s",
+              svc.bind, svc.port, svc.ops->name, svc.ops->alias, svc.redis_host, svc.redis_port,
+              svc.ttl_ms, svc.wait_ms, svc.faults ? ", faults on" : "");
+
+    while (sigwait(&stop, &sig) != 0)
+        ;
+    log_event("INFO", "stopping on %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    MHD_stop_daemon(d);
+    lock_client_destroy(svc_lock);
+    return 0;
+}
