@@ -19,7 +19,7 @@ hammer() {
     for i in $(seq "$PER_CLIENT"); do
         args+=(-o /dev/null "http://127.0.0.1:$port/inventory/sale?$query")
     done
-    for i in $(seq "$CLIENTS"); do curl -s -w '%{http_code}\n' "${args[@]}" & done
+    for i in $(seq "$CLIENTS"); do curl -s -m 60 -w '%{http_code}\n' "${args[@]}" & done
     wait
 }
 
@@ -32,7 +32,12 @@ race() {
     local pid_a=$SVC_PID
     start_service b --redis "127.0.0.1:$REDIS_PORT" --lock "$version" --faults --name race-b || return 1
     local pid_b=$SVC_PID
-    { hammer "$a" "item=$ITEM&work_ms=$work" & hammer "$b" "item=$ITEM&work_ms=$work" & wait; } > "$out"
+    # Wait for the two hammers by pid: a bare `wait` would also wait for the services.
+    local h1 h2
+    hammer "$a" "item=$ITEM&work_ms=$work" > "$out.a" & h1=$!
+    hammer "$b" "item=$ITEM&work_ms=$work" > "$out.b" & h2=$!
+    wait "$h1" "$h2"
+    cat "$out.a" "$out.b" > "$out"
     kill "$pid_a" "$pid_b"; wait "$pid_a" "$pid_b" 2>/dev/null
     echo "$(rcli get "sold:{$ITEM}") $(rcli get "stock:{$ITEM}") $(rcli xlen "orders:{$ITEM}") $(grep -c '^200$' "$out") $(wc -l < "$out")"
 }
