@@ -19,11 +19,14 @@ check_eq() {
 }
 t_report() { echo "$T_PASSED passed, $T_FAILED failed"; [ "$T_FAILED" = 0 ]; }
 
-# free_port: prints a TCP port nobody listens on, on 127.0.0.1.
+# free_port: prints a TCP port nobody listens on, on 127.0.0.1. Drawn below the kernel's
+# ephemeral range (ip_local_port_range), where outgoing connections take their ports.
 free_port() {
-    local p
+    local p lo=32768
+    read -r lo _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+    [ "$lo" -gt 12000 ] || lo=32768
     for _ in $(seq 100); do
-        p=$(shuf -i 20000-60000 -n 1)
+        p=$(shuf -i "10000-$((lo - 1))" -n 1)
         (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
     done
     return 1
@@ -49,18 +52,23 @@ start_redis() {
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
 
 # start_service PORTVAR ARGS...: starts build/inventory-service on a free port, waits for it.
-# Sets the variable named PORTVAR to the port and SVC_PID to the pid.
+# Sets the variable named PORTVAR to the port and SVC_PID to the pid. A port taken between
+# free_port and the bind (another test, a load generator) is retried on another port.
 start_service() {
     local var=$1; shift
-    local port; port=$(free_port)
-    "${SERVICE_BIN:-build/inventory-service}" --port "$port" "$@" >"$T_TMP/svc-$port.log" 2>&1 &
-    SVC_PID=$!
-    T_PIDS="$T_PIDS $SVC_PID"
-    printf -v "$var" '%s' "$port"
-    for _ in $(seq 100); do
-        curl -s -o /dev/null "http://127.0.0.1:$port/health" && return 0
-        kill -0 "$SVC_PID" 2>/dev/null || break
-        sleep 0.05
+    local port attempt
+    for attempt in 1 2 3; do
+        port=$(free_port)
+        "${SERVICE_BIN:-build/inventory-service}" --port "$port" "$@" >"$T_TMP/svc-$port.log" 2>&1 &
+        SVC_PID=$!
+        T_PIDS="$T_PIDS $SVC_PID"
+        printf -v "$var" '%s' "$port"
+        for _ in $(seq 200); do
+            curl -s -o /dev/null "http://127.0.0.1:$port/health" && return 0
+            kill -0 "$SVC_PID" 2>/dev/null || break
+            sleep 0.05
+        done
+        grep -q 'cannot listen' "$T_TMP/svc-$port.log" || break
     done
     echo "service did not start on port $port:" >&2
     cat "$T_TMP/svc-$port.log" >&2
