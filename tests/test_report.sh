@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# test_report.sh - build/evolution-report on a fixture: the HTML, bad input, and a Chromium screenshot.
+# The fixture is made-up data shaped like results/evolution.json (v1..v8 plus "fenced");
+# the screenshot is decoded by tests/png_stats.py to prove the charts are really drawn.
+set -u
+cd "$(dirname "$0")/.."
+source tests/lib.sh
+
+REPORT=${REPORT_BIN:-build/evolution-report}
+CHROMIUM=${CHROMIUM:-chromium}
+# The chart colours of loadtest/report.c (REPORT_COLOUR_*).
+C_OVERSOLD=d62728 C_RPS=1f77b4 C_STOCK=2ca02c C_SOLD=ff7f0e C_MISS=ffd7d7
+
+# timeline STOCK STEP EXTRA: [t_ms, stock, sold] every 100 ms for 3 s; STEP sold per
+# sample; EXTRA sold beyond the stock (an oversell) spread over the second half.
+timeline() {
+    local stock=$1 step=$2 extra=$3 t sold left out=""
+    for t in $(seq 0 100 3000); do
+        sold=$(( t / 100 * step )); [ "$sold" -gt "$stock" ] && sold=$stock
+        [ "$t" -gt 1500 ] && sold=$(( sold + extra * (t - 1500) / 1500 ))
+        left=$(( stock - sold )); [ "$left" -lt 0 ] && left=0
+        out="$out${out:+, }[$t, $left, $sold]"
+    done
+    echo "[$out]"
+}
+
+# row LOCK TECHNIQUE SCENARIO EXPECT SHOWN OBSERVED OVERSOLD OVERLAPS TIMEOUTS RPS [TIMELINE]
+row() {
+    printf '{"lock": "%s", "technique": "%s", "scenario": "%s", "expect": "%s", "shown": %s,
+      "observed": "%s", "oversold": %s, "overlaps": %s, "timeouts": %s, "foreign_deletes": 0,
+      "requests": 240, "ok": 60, "sold_out": 180, "errors": 0, "sold": 60, "remaining": 0,
+      "rps": %s, "p50_ms": 3.1, "p99_ms": 40.2%s}' "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" \
+      "${10}" "${11:+, \"timeline\": ${11}}"
+}
+
+IN=$T_TMP/evolution.json
+OUT=$T_TMP/report.html
+{
+    echo '{"generated": "2026-11-23T10:00:00Z", "runs": 1, "rows": ['
+    row v1 "pthread mutex in the process" load safe true "sold 60 of 60, oversold 0" 0 0 0 1480.5; echo ,
+    row v2 "pthread mutex, two instances behind nginx" load flaw true "sold 97 of 60, oversold 37" 37 41 0 1622.0; echo ,
+    row v3 "SETNX lock id, spin with sleep; DEL" load safe true "sold 60 of 60" 0 0 0 905.3; echo ,
+    row v3 "SETNX lock id, spin with sleep; DEL" crash flaw true "holder killed; 118 sales timed out" 0 0 118 0; echo ,
+    row v4 "SET lock id NX PX ttl; DEL" load safe true "sold 60 of 60" 0 0 0 932.7; echo ,
+    row v4 "SET lock id NX PX ttl; DEL" crash safe true "holder killed; sales resumed after 500 ms" 0 0 0 0; echo ,
+    row v4 "SET lock id NX PX ttl; DEL" long-work flaw true \
+        "one sale worked 1500 ms with a 500 ms lease; overlaps 3" 12 3 0 0 "$(timeline 200 9 12)"; echo ,
+    row v5 "SET NX PX; GET, compare, then DEL (two commands)" load safe true "sold 60 of 60" 0 0 0 871.9; echo ,
+    row v5 "SET NX PX; GET, compare, then DEL (two commands)" release-gap flaw false \
+        "the GET/DEL gap was not hit in 20 tries" 0 0 0 0; echo ,
+    row v6 "SET NX PX; Lua compare-and-delete" load safe true "sold 60 of 60" 0 0 0 910.2; echo ,
+    row v6 "SET NX PX; Lua compare-and-delete" nested flaw true "nested call waited on itself: 20 timeouts" 0 0 20 0; echo ,
+    row v7 "Lua hash {owner: count}, HINCRBY + PEXPIRE; Lua release" load safe true "sold 60 of 60" 0 0 0 845.0; echo ,
+    row v7 "Lua hash {owner: count}, HINCRBY + PEXPIRE; Lua release" long-work flaw true \
+        "lease ran out mid-work; overlaps 2" 5 2 0 0 "$(timeline 200 8 5)"; echo ,
+    row v8 "v7 + watchdog renewal every ttl/3 while held" load safe true "sold 60 of 60" 0 0 0 830.4; echo ,
+    row v8 "v7 + watchdog renewal every ttl/3 while held" long-work safe true \
+        "lease renewed 9 times; overlaps 0" 0 0 0 0 "$(timeline 200 7 0)"; echo ,
+    row v8 "v7 + watchdog renewal every ttl/3 while held" pause flaw true "SIGSTOP 1500 ms: stale write, oversold 1" 1 1 0 0; echo ,
+    row fenced "SET NX PX + token; write only if token > last" pause safe true \
+        "stale write refused: token 41 < 42 ('fenced')" 0 0 0 0
+    echo ']}'
+} > "$IN"
+
+# --- Usage and bad input ---
+check "--help prints usage" bash -c "'$REPORT' --help | grep -q '^usage: evolution-report'"
+"$REPORT" >/dev/null 2>&1; rc=$?
+check_eq "no arguments: usage error" 2 "$rc"
+
+echo '{"rows": [ {"lock": "v1",, ] }' > "$T_TMP/bad.json"
+"$REPORT" "$T_TMP/bad.json" "$T_TMP/bad.html" 2>"$T_TMP/bad.err"; rc=$?
+check "invalid JSON: non-zero exit" test "$rc" -ne 0
+check_eq "invalid JSON: one line on stderr" 1 "$(wc -l < "$T_TMP/bad.err")"
+check "invalid JSON: message names the file" grep -q "bad.json: line 1" "$T_TMP/bad.err"
+check "invalid JSON: no page written" test ! -e "$T_TMP/bad.html"
+
+"$REPORT" "$T_TMP/missing.json" "$T_TMP/x.html" 2>"$T_TMP/missing.err"; rc=$?
+check "unreadable input: non-zero exit" test "$rc" -ne 0
+check "unreadable input: says so" grep -q "missing.json" "$T_TMP/missing.err"
+
+echo '{"rows": 3}' > "$T_TMP/shape.json"
+"$REPORT" "$T_TMP/shape.json" "$T_TMP/x.html" 2>"$T_TMP/shape.err"; rc=$?
+check "rows not an array: non-zero exit" test "$rc" -ne 0
+check "rows not an array: says so" grep -q "invalid input" "$T_TMP/shape.err"
+
+# --- Missing fields and empty arrays: a page that says "no data" ---
+echo '{"rows": []}' > "$T_TMP/empty.json"
+"$REPORT" "$T_TMP/empty.json" "$T_TMP/empty.html"; rc=$?
+check_eq "empty rows: exit 0" 0 "$rc"
+check "empty rows: says no data" grep -q 'no data' "$T_TMP/empty.html"
+check "empty rows: no chart" bash -c "! grep -q '<svg' '$T_TMP/empty.html'"
+
+cat > "$T_TMP/sparse.json" <<'EOF'
+{"rows": [{"lock": "v1"}, {"scenario": "long-work", "timeline": []},
+          {"lock": "v4", "scenario": "long-work", "timeline": [[0, 1], "x", [5, 2, 3]]},
+          {"lock": "v2", "scenario": "load", "rps": "fast", "oversold": 4}]}
+EOF
+"$REPORT" "$T_TMP/sparse.json" "$T_TMP/sparse.html"; rc=$?
+check_eq "missing fields: exit 0" 0 "$rc"
+check_eq "missing fields: one chart (oversold), no line chart" 1 "$(grep -c '<svg' "$T_TMP/sparse.html")"
+check_eq "missing fields: no data for rps and two timelines" 3 "$(grep -c 'no data' "$T_TMP/sparse.html")"
+check "missing fields: dashes in the table" grep -q '<tr><td>v1</td><td>-</td><td>-</td>' "$T_TMP/sparse.html"
+
+# --- The fixture page ---
+"$REPORT" "$IN" "$OUT"; rc=$?
+check_eq "fixture: exit 0" 0 "$rc"
+check_eq "table: one line per row" 17 "$(grep -c '^<tr><td>' "$OUT")"
+check "table: v2 load row with its oversold" grep -qF \
+    '<tr><td>v2</td><td>pthread mutex, two instances behind nginx</td><td>load</td><td>flaw</td><td>sold 97 of 60, oversold 37</td><td class="num">37</td><td class="num">41</td><td class="num">0</td><td class="verdict">shown</td></tr>' "$OUT"
+check "table: v4 long-work row" grep -qF \
+    '<tr><td>v4</td><td>SET lock id NX PX ttl; DEL</td><td>long-work</td><td>flaw</td><td>one sale worked 1500 ms' "$OUT"
+check "table: v8 pause row" grep -qF '<td>v8</td><td>v7 + watchdog renewal every ttl/3 while held</td><td>pause</td>' "$OUT"
+check_eq "verdict: one NOT shown" 1 "$(grep -c 'NOT shown</td>' "$OUT")"
+check "verdict: NOT shown on v5 release-gap, highlighted" grep -qE \
+    '<td>v5</td>.*<td>release-gap</td>.*<td class="verdict miss">NOT shown</td>' "$OUT"
+check "escaped: > and < and ' in text" grep -qF \
+    'token &gt; last</td><td>pause</td><td>safe</td><td>stale write refused: token 41 &lt; 42 (&#39;fenced&#39;)</td>' "$OUT"
+check "escaped: no raw '> last'" bash -c "! grep -q 'token > last' '$OUT'"
+check_eq "charts: 2 bar charts + 3 timelines" 5 "$(grep -c '<svg' "$OUT")"
+check "oversold chart: bar labelled v2 with 37" grep -qE \
+    'class="value" text-anchor="middle">37</text><text [^>]*class="label" text-anchor="middle">v2</text>' "$OUT"
+check "sales/s chart: v1 bar at 1480.5" grep -qE \
+    'class="value" text-anchor="middle">1480.5</text><text [^>]*class="label" text-anchor="middle">v1</text>' "$OUT"
+check_eq "sales/s chart: a bar per version with a load row" 8 "$(grep -c "fill=\"#$C_RPS\"" "$OUT")"
+check_eq "timelines: stock and sold lines per long-work row" 6 "$(grep -c '<polyline' "$OUT")"
+check_eq "timelines: a legend each" 3 "$(grep -c '>stock</text>' "$OUT")"
+check "self-contained: no external src/href" bash -c \
+    "! grep -Eiq '(src|href)[[:space:]]*=[[:space:]]*[\"'\'']?[[:space:]]*(https?:)?//' '$OUT'"
+check "self-contained: no http(s) URL at all" bash -c "! grep -Eiq 'https?://' '$OUT'"
+check "self-contained: no script" bash -c "! grep -qi '<script' '$OUT'"
+
+# --- The page in a browser: the charts must really be drawn ---
+if ! command -v "$CHROMIUM" >/dev/null 2>&1; then
+    check "chromium installed (deploy/install-deps installs it): '$CHROMIUM' not found" false
+else
+    timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$T_TMP/chrome" --window-size=1200,2400 \
+        --screenshot="$T_TMP/shot.png" "file://$OUT" >"$T_TMP/chrome.log" 2>&1
+    check "screenshot taken" test -s "$T_TMP/shot.png"
+    [ -s "$T_TMP/shot.png" ] || tail -5 "$T_TMP/chrome.log"
+    if [ -s "$T_TMP/shot.png" ]; then
+        [ -n "${REPORT_SHOT:-}" ] && cp "$T_TMP/shot.png" "$REPORT_SHOT"
+        python3 tests/png_stats.py "$T_TMP/shot.png" $C_OVERSOLD $C_RPS $C_STOCK $C_SOLD $C_MISS \
+            > "$T_TMP/stats" 2>&1
+        cat "$T_TMP/stats"
+        px() { awk -v k="$1" '$1 == k { print $2 }' "$T_TMP/stats"; }
+        ge() { [ "${1:-0}" -ge "$2" ]; }
+        check_eq "screenshot: 1200x2400" "1200 2400" "$(px size) $(awk '$1 == "size" { print $3 }' "$T_TMP/stats")"
+        check "screenshot: not a blank page" ge "$(px nonwhite)" 100000
+        # The v2 bar alone is about 40 x 220 px; every rps bar is over 100 px tall.
+        check "screenshot: oversold bars drawn" ge "$(px $C_OVERSOLD)" 5000
+        check "screenshot: sales/s bars drawn" ge "$(px $C_RPS)" 20000
+        # Legends are 3 x 196 px; the lines themselves add well over 1000 px each colour.
+        check "screenshot: stock lines drawn" ge "$(px $C_STOCK)" 2000
+        check "screenshot: sold lines drawn" ge "$(px $C_SOLD)" 2000
+        check "screenshot: NOT shown highlighted" ge "$(px $C_MISS)" 500
+    fi
+    # The counter must tell a page without charts apart: the empty page has none of the colours.
+    timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$T_TMP/chrome" --window-size=1200,2400 \
+        --screenshot="$T_TMP/empty.png" "file://$T_TMP/empty.html" >>"$T_TMP/chrome.log" 2>&1
+    python3 tests/png_stats.py "$T_TMP/empty.png" $C_OVERSOLD $C_RPS $C_STOCK $C_SOLD \
+        > "$T_TMP/empty.stats" 2>&1
+    check_eq "empty page screenshot: no chart colour at all" "0 0 0 0" \
+        "$(awk 'NR > 2 { printf "%s%s", sep, $2; sep = " " }' "$T_TMP/empty.stats")"
+fi
+
+t_report
