@@ -1,0 +1,60 @@
+-- sale.lua - wrk script: sends sales, counts the answers by status across all wrk
+-- threads and prints them, with the latency percentiles, as one JSON line in done().
+--
+--   wrk -t 2 -c 100 -d 10s --timeout 30s -s loadtest/sale.lua http://127.0.0.1:8080 \
+--       -- '/inventory/sale?item=inventory001&work_ms=5'
+--
+-- The one argument after `--` is the request path (default /inventory/sale).
+-- Each wrk thread is its own Lua state: the counters below are per thread; done()
+-- runs in the main state and sums them through thread:get().
+
+local threads = {}
+
+-- Main state, once per thread before it starts: keep the handle for done().
+function setup(thread)
+   threads[#threads + 1] = thread
+end
+
+-- Thread state: the path, and this thread's counters (globals, so thread:get sees them).
+function init(args)
+   wrk.path = args[1] or "/inventory/sale"
+   ok, sold_out, unavailable, lock_timeout, other = 0, 0, 0, 0, 0
+end
+
+-- Thread state, once per answer. Only a 503's body is looked at: lock_timeout or not.
+function response(status, headers, body)
+   if status == 200 then
+      ok = ok + 1
+   elseif status == 409 then
+      sold_out = sold_out + 1
+   elseif status == 503 then
+      unavailable = unavailable + 1
+      if body and string.find(body, "lock_timeout", 1, true) then
+         lock_timeout = lock_timeout + 1
+      end
+   else
+      other = other + 1
+   end
+end
+
+-- Main state, after the run: one JSON line on stdout (after wrk's own report).
+function done(summary, latency, requests)
+   local n = { ok = 0, sold_out = 0, unavailable = 0, lock_timeout = 0, other = 0 }
+   for _, thread in ipairs(threads) do
+      for name, _ in pairs(n) do
+         n[name] = n[name] + (thread:get(name) or 0)
+      end
+   end
+   local e = summary.errors
+   local secs = summary.duration / 1e6
+   local function ms(us) return us / 1000 end
+   io.write(string.format(
+      '{"requests":%d,"ok":%d,"sold_out":%d,"unavailable":%d,"lock_timeout":%d,' ..
+      '"other":%d,"socket_errors":%d,"timeouts":%d,"duration_s":%.3f,"rps":%.1f,' ..
+      '"p50_ms":%.3f,"p90_ms":%.3f,"p99_ms":%.3f,"max_ms":%.3f}\n',
+      summary.requests, n.ok, n.sold_out, n.unavailable, n.lock_timeout,
+      n.other, e.connect + e.read + e.write, e.timeout, secs,
+      secs > 0 and summary.requests / secs or 0,
+      ms(latency:percentile(50)), ms(latency:percentile(90)),
+      ms(latency:percentile(99)), ms(latency.max)))
+end
