@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# test_deploy.sh - deploy/up, status, stock and down on free loopback ports: sales through
+# nginx reach both instances, a second up restarts cleanly with the data kept (AOF), down
+# leaves no process behind, and a taken port, a missing binary or a failed start leave
+# nothing running.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+source tests/lib.sh
+
+RUN=$T_TMP/run
+trap 'deploy/down --run-dir "$RUN" --quiet >/dev/null 2>&1; t_cleanup' EXIT
+
+# running PID: the process exists and is not a zombie (builtins only: it runs often).
+running() {
+    local stat
+    IFS= read -r stat 2>/dev/null < "/proc/$1/stat" || return 1
+    stat=${stat##*) }
+    [ "${stat%% *}" != Z ]
+}
+# procs_with STRING: pids of live processes whose command line contains STRING.
+procs_with() {
+    local d args
+    for d in /proc/[0-9]*; do
+        mapfile -d '' args 2>/dev/null < "$d/cmdline" || continue
+        case "${args[*]} " in *"$1"*) running "${d#/proc/}" && echo "${d#/proc/}" ;; esac
+    done
+    true
+}
+# stack_pids: every pid the stack in $RUN recorded, and nginx's workers.
+stack_pids() {
+    local f master
+    for f in "$RUN"/*.pid; do [ -f "$f" ] && head -n 1 "$f"; done
+    master=$(head -n 1 "$RUN/nginx.pid" 2>/dev/null) && ps -o pid= --ppid "$master" 2>/dev/null
+    true
+}
+none_running() { local p; for p in "$@"; do running "$p" && return 1; done; return 0; }
+# nothing_on PORT...: no live process of ours listens on any of these ports.
+nothing_on() {
+    local p
+    for p in "$@"; do
+        [ -z "$(procs_with "--port $p ")" ] && [ -z "$(procs_with "127.0.0.1:$p ")" ] || return 1
+    done
+    [ -z "$(procs_with "$RUN/nginx")" ]
+}
+
+NGINX_P=$(free_port); REDIS_P=$(free_port); A=$(free_port); B=$(free_port)
+up() { deploy/up --run-dir "$RUN" --port "$NGINX_P" --redis-port "$REDIS_P" --instance-ports "$A,$B" "$@"; }
+
+# --- up, sales through nginx --------------------------------------------------------------
+check "up: a 2-instance v8 stack comes up" up --lock v8
+check "status: everything runs" deploy/status --run-dir "$RUN"
+check "stock: sets 10" deploy/stock 10 --item dep --run-dir "$RUN"
+names="" codes=""
+for _ in 1 2 3 4 5 6; do
+    body=$(curl -s -w ' %{http_code}' "http://127.0.0.1:$NGINX_P/inventory/sale?item=dep")
+    codes="$codes ${body##* }"
+    names="$names $(echo "$body" | sed -n 's/.*"instance":"\([^"]*\)".*/\1/p')"
+done
+check_eq "six sales through nginx answer 200" " 200 200 200 200 200 200" "$codes"
+check_eq "both instances answer (round robin)" 2 "$(echo $names | tr ' ' '\n' | sort -u | wc -l)"
+check_eq "stock and sold after six sales" '{"item":"dep","stock":4,"sold":6}' \
+    "$(curl -s "http://127.0.0.1:$NGINX_P/inventory?item=dep")"
+check_eq "nginx talks to the instances on 127.0.0.1" "" \
+    "$(grep -E '^ *(listen|server) +[^ {]+;' "$RUN/nginx.conf" | grep -v ' 127\.0\.0\.1:' || true)"
+check "nginx: no retry of a sale on another instance" grep -q 'proxy_next_upstream off;' "$RUN/nginx.conf"
+check "nginx: upstream keepalive" grep -q 'keepalive [0-9]' "$RUN/nginx.conf"
+
+# --- a second up restarts cleanly and keeps the data --------------------------------------
+old=$(stack_pids)
+check "up again (--fsync always): restarts" up --lock v8 --fsync always
+check "the first stack's processes are gone" none_running $old
+check "status: everything runs after the restart" deploy/status --run-dir "$RUN"
+check_eq "Redis kept the stock over the restart (AOF)" "4 6" \
+    "$(redis-cli -p "$REDIS_P" mget 'stock:{dep}' 'sold:{dep}' | tr '\n' ' ' | sed 's/ $//')"
+check_eq "--fsync always reaches Redis" "always" \
+    "$(redis-cli -p "$REDIS_P" config get appendfsync | tail -n 1)"
+check_eq "the ledger kept its six entries" 6 "$(redis-cli -p "$REDIS_P" xlen 'orders:{dep}')"
+check "stock: resets sold and the ledger" deploy/stock 3 --item dep --run-dir "$RUN"
+check_eq "after deploy/stock 3" "3 0 0" \
+    "$(redis-cli -p "$REDIS_P" mget 'stock:{dep}' 'sold:{dep}' | tr '\n' ' ')$(redis-cli -p "$REDIS_P" xlen 'orders:{dep}')"
+
+# --- down ---------------------------------------------------------------------------------
+pids=$(stack_pids)
+check_eq "the stack has redis, 2 instances, nginx and its worker" 5 "$(echo $pids | wc -w)"
+check "down: stops the stack" deploy/down --run-dir "$RUN"
+check "down: every pid is gone" none_running $pids
+check "down: no process left on the stack's ports" nothing_on "$NGINX_P" "$REDIS_P" "$A" "$B"
+check "down: no pid file left" test -z "$(ls "$RUN"/*.pid 2>/dev/null)"
+check "status after down: nothing runs (exit 1)" test "$(deploy/status --run-dir "$RUN" >/dev/null; echo $?)" = 1
+check "down twice: nothing to do, exit 0" deploy/down --run-dir "$RUN"
+
+# --- a stale pid file never kills a stranger ----------------------------------------------
+sleep 30 & stranger=$!
+printf '%s\ninventory-service\n--port %s \n' "$stranger" "$A" > "$RUN/instance-$A.pid"
+deploy/down --run-dir "$RUN" >/dev/null 2>&1
+check "down: a stale pid file naming another program leaves it alone" running "$stranger"
+kill "$stranger"; wait "$stranger" 2>/dev/null
+
+# --- failures leave nothing running ---------------------------------------------------------
+start_redis || exit 1          # a stranger on a port: the throwaway Redis of lib.sh
+out=$(up --lock v8 --port "$REDIS_PORT" 2>&1); rc=$?
+echo "$out" | sed 's/^/    /'
+check_eq "a taken nginx port: exit 3" 3 "$rc"
+check "a taken nginx port: the message names the port" grep -q "port $REDIS_PORT .*taken" <<<"$out"
+check "a taken nginx port: nothing running" nothing_on "$REDIS_P" "$A" "$B"
+
+out=$(deploy/up --run-dir "$RUN" --port "$NGINX_P" --redis-port "$REDIS_P" \
+          --instance-ports "$A,$REDIS_PORT" 2>&1); rc=$?
+check_eq "a taken instance port: exit 3" 3 "$rc"
+check "a taken instance port: nothing running" nothing_on "$NGINX_P" "$REDIS_P" "$A"
+
+out=$(SERVICE_BIN=$T_TMP/no-such-binary up 2>&1); rc=$?
+echo "$out" | sed 's/^/    /'
+check_eq "a missing binary: exit 1" 1 "$rc"
+check "a missing binary: the message says to run make" grep -q "run make" <<<"$out"
+check "a missing binary: nothing running" nothing_on "$NGINX_P" "$REDIS_P" "$A" "$B"
+
+out=$(up --lock no-such-version 2>&1); rc=$?
+echo "$out" | sed 's/^/    /'
+check_eq "an instance that fails to start: exit 1" 1 "$rc"
+check "an instance that fails to start: its log is shown" grep -q "unknown lock version" <<<"$out"
+check "an instance that fails to start: Redis stopped again, nothing running" \
+    nothing_on "$NGINX_P" "$REDIS_P" "$A" "$B"
+check "an instance that fails to start: no pid file left" test -z "$(ls "$RUN"/*.pid 2>/dev/null)"
+
+# --- the multi-host recipe, on one host: Redis alone, instances alone, nginx in front ----------
+RUN2=$T_TMP/run2 RUN3=$T_TMP/run3
+check "up --instances 0 --no-nginx: only a Redis" \
+    deploy/up --run-dir "$RUN3" --instances 0 --no-nginx --redis-port "$REDIS_P"
+check "up --no-nginx --redis: instances only, on that Redis" \
+    deploy/up --run-dir "$RUN2" --no-nginx --redis "127.0.0.1:$REDIS_P" --instance-ports "$B" \
+        --lock v8 --name-prefix hostb
+check "up --instances 0 --upstream: nginx in front of the other \"host's\" instance" \
+    deploy/up --run-dir "$RUN" --port "$NGINX_P" --lock v8 --instances 0 \
+        --redis "127.0.0.1:$REDIS_P" --upstream "127.0.0.1:$B"
+check "stock: on the Redis-only stack" deploy/stock 5 --item multi --run-dir "$RUN3"
+check_eq "a sale through nginx reaches the upstream instance" "hostb-$B" \
+    "$(curl -s "http://127.0.0.1:$NGINX_P/inventory/sale?item=multi" | sed -n 's/.*"instance":"\([^"]*\)".*/\1/p')"
+deploy/down --run-dir "$RUN" --quiet; deploy/down --run-dir "$RUN2" --quiet
+check "the Redis of another stack is left running by down" redis-cli -p "$REDIS_P" ping
+deploy/down --run-dir "$RUN3" --quiet
+check "all three down: nothing running" nothing_on "$NGINX_P" "$REDIS_P" "$B"
+
+t_report

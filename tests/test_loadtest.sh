@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# test_loadtest.sh - short loadtest/run runs on private stacks: v2 oversells (work_ms widens
+# the race window so that it is certain), v8 never does; the JSON line has every field;
+# a run that cannot be done fails; no run leaves a process behind.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+source tests/lib.sh
+
+# running PID: the process exists and is not a zombie.
+running() {
+    local stat
+    IFS= read -r stat 2>/dev/null < "/proc/$1/stat" || return 1
+    stat=${stat##*) }
+    [ "${stat%% *}" != Z ]
+}
+# leftovers DIR: live processes started for the run kept in DIR (by the ports in its logs).
+leftovers() {
+    local d args f pats=("$1/nginx")
+    for f in "$1"/instance-*.log; do [ -f "$f" ] && { f=${f##*instance-}; pats+=("--port ${f%.log} "); }; done
+    for d in /proc/[0-9]*; do
+        mapfile -d '' args 2>/dev/null < "$d/cmdline" || continue
+        for f in "${pats[@]}"; do
+            case "${args[*]} " in *"$f"*) running "${d#/proc/}" && echo "${d#/proc/}" ;; esac
+        done
+    done
+    [ -z "$(ls "$1"/*.pid 2>/dev/null)" ] || echo "pid files"
+}
+# field KEY: a value of the JSON line in $json.
+field() { echo "$json" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
+
+# lt NAME ARGS...: loadtest/run with its run directory kept under $T_TMP/NAME; sets json, rc.
+lt() {
+    local name=$1; shift
+    LOADTEST_RUN_DIR=$T_TMP/$name loadtest/run "$@" >"$T_TMP/$name.out" 2>"$T_TMP/$name.err"
+    rc=$?
+    json=$(tail -n 1 "$T_TMP/$name.out")
+    sed 's/^/    /' "$T_TMP/$name.out"
+}
+
+# v2: a mutex per process, two processes; 20 ms of work between read and write.
+lt v2 --lock v2 --stock 40 -c 20 -d 2 --item lt2 --query work_ms=20
+check_eq "v2 run: done (exit 0, oversell is a result)" 0 "$rc"
+check "v2 (flaw): oversold > 0" test "$(field oversold)" -gt 0
+check_eq "v2: oversold == sold - (stock - remaining)" "$(field oversold)" \
+    "$(( $(field sold) - (40 - $(field remaining)) ))"
+check_eq "v2: invariant reported broken" false "$(field invariant_ok)"
+check_eq "v2: the JSON says the flaw showed" true "$(field flaw)"
+check_eq "v2: still one ledger entry per sale" true "$(field ledger_ok)"
+check_eq "v2: two instances" 2 "$(field instances)"
+check "v2: a progress line each second on stderr" grep -qE '^ +[0-9]+s +stock ' "$T_TMP/v2.err"
+check_eq "v2: nothing left running" "" "$(leftovers "$T_TMP/v2")"
+
+# v8: the watchdog lock; the same load, no work: sells exactly the stock.
+lt v8 --lock v8 --stock 200 -c 20 -d 2 --item lt8
+check_eq "v8 run: done" 0 "$rc"
+check_eq "v8: oversold 0" 0 "$(field oversold)"
+check_eq "v8: sold exactly the stock" "200 0" "$(field sold) $(field remaining)"
+check_eq "v8: invariant holds" true "$(field invariant_ok)"
+check_eq "v8: the JSON says no flaw showed" false "$(field flaw)"
+check_eq "v8: every 200 has a ledger entry" true "$(field ledger_ok)"
+check_eq "v8: ledger length == sold" 200 "$(field ledger)"
+check "v8: 200 answers <= sold" test "$(field ok)" -le 200
+check_eq "v8: nothing left running" "" "$(leftovers "$T_TMP/v8")"
+for k in lock instances scenario stock requests ok sold_out errors sold remaining oversold \
+         rps p50_ms p99_ms ledger lock_timeouts overlaps; do
+    check "JSON line has \"$k\"" grep -q "\"$k\":" <<<"$json"
+done
+check_eq "JSON: lock and scenario" "v8 load" "$(field lock) $(field scenario)"
+check "JSON: p99_ms >= p50_ms > 0" awk -v a="$(field p50_ms)" -v b="$(field p99_ms)" \
+    'BEGIN { exit !(a > 0 && b >= a) }'
+check "the summary comes before the JSON line" grep -q 'no oversell' "$T_TMP/v8.out"
+
+# --faults with a plain load: overlaps are counted (none under v8).
+lt v8f --lock v8 --stock 50 -c 10 -d 1 --item lt8f --faults
+check_eq "v8 --faults: overlaps 0" 0 "$(field overlaps)"
+
+# Runs that cannot be done.
+lt bad --lock no-such-version -d 1
+check_eq "an unknown version: the run fails (exit 1)" 1 "$rc"
+check "an unknown version: says why" grep -q "unknown lock version" "$T_TMP/bad.err"
+check_eq "an unknown version: nothing left running" "" "$(leftovers "$T_TMP/bad")"
+loadtest/run -d 1 >/dev/null 2>&1; rc=$?
+check_eq "no --lock: bad usage (exit 2)" 2 "$rc"
+
+t_report
