@@ -76,8 +76,8 @@ test: deps
 	@tests/run
 
 demo: deps
-	@$(MAKE) --no-print-directory build/inventory-service
-	@loadtest/demo
+	@$(MAKE) --no-print-directory all
+	@loadtest/evolution
 
 install: build/inventory-service
 	install -d $(DESTDIR)$(PREFIX)/bin

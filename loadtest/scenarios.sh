@@ -1,0 +1,203 @@
+# scenarios.sh - The fault scenarios: each makes one version's flaw happen on demand.
+# Sourced by loadtest/run once the stack is up and the stock set. Every scenario:
+#   - drives sales with curl (exact choreography) and wrk (background load),
+#   - appends each HTTP status it got to "$SCN_DIR/codes" (wrk counts go to $SCN_DIR/wrk-*.json),
+#   - sets SCN_FLAW=1 when what Redis and the HTTP answers show is the flaw, 0 when not,
+#   - sets SCN_OBSERVED to one line saying what was seen.
+# The verdict never comes from a scenario's or a version's name: only from these numbers.
+#
+# Inputs (set by loadtest/run): ITEM, STOCK, NGINX_PORT, REDIS_HOST, REDIS_PORT,
+# INSTANCE_PORTS and INSTANCE_PIDS (space-separated, same order), TTL_MS, SCN_DIR.
+
+# Lease, wait and instance count each scenario needs (the run's defaults otherwise).
+scenario_defaults() {
+    case $1 in
+    load)        echo "ttl=30000 wait=10000" ;;
+    crash)       echo "ttl=500 wait=1000" ;;
+    long-work)   echo "ttl=500 wait=10000" ;;
+    release-gap) echo "ttl=2000 wait=10000" ;;
+    nested)      echo "ttl=2000 wait=1000" ;;
+    pause)       echo "ttl=500 wait=10000" ;;
+    *)           return 1 ;;
+    esac
+}
+SCENARIOS="load crash long-work release-gap nested pause"
+
+rc() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" "$@"; }
+lock_key() { echo "lock:{$ITEM}"; }
+# port_of N, pid_of N: the Nth instance's port and pid (1-based).
+port_of() { echo "$INSTANCE_PORTS" | awk -v n="$1" '{ print $n }'; }
+pid_of() { echo "$INSTANCE_PIDS" | awk -v n="$1" '{ print $n }'; }
+
+# sale PORT QUERY: one sale, its status appended to codes; prints the status.
+sale() {
+    local code
+    code=$(curl -s -o /dev/null -m 60 -w '%{http_code}' \
+        "http://127.0.0.1:$1/inventory/sale?item=$ITEM${2:+&$2}") || code=000
+    echo "$code" >> "$SCN_DIR/codes"
+    echo "$code"
+}
+
+# sale_bg PORT QUERY: the same in the background; bg_wait waits for it.
+BG_PIDS=""
+sale_bg() { sale "$@" >/dev/null & BG_PIDS="$BG_PIDS $!"; }
+
+# load_bg PORT CONNS SECS QUERY NAME: wrk in the background against one port.
+load_bg() {
+    wrk -t 1 -c "$2" -d "${3}s" --timeout 30s -s "$LOADTEST_DIR/sale.lua" \
+        "http://127.0.0.1:$1" -- "/inventory/sale?item=$ITEM${4:+&$4}" \
+        > "$SCN_DIR/wrk-$5.out" 2>&1 &
+    BG_PIDS="$BG_PIDS $!"
+}
+
+# bg_wait: waits for the sales and loads started above, by pid (a bare `wait` would also
+# wait for the sampler, or anything else the caller runs in the background).
+bg_wait() {
+    local p
+    for p in $BG_PIDS; do wait "$p" 2>/dev/null || true; done
+    BG_PIDS=""
+}
+
+# wait_for SECONDS COMMAND...: polls COMMAND every 20 ms until it succeeds.
+wait_for() {
+    local until=$(( $(date +%s%N) / 1000000 + $1 * 1000 )); shift
+    while ! "$@" >/dev/null 2>&1; do
+        [ $(( $(date +%s%N) / 1000000 )) -lt "$until" ] || return 1
+        sleep 0.02
+    done
+}
+overlaps_now() { local o; o=$(rc get "overlaps:{$ITEM}"); echo "${o:-0}"; }
+lock_held() { [ "$(rc exists "$(lock_key)")" = 1 ]; }
+lock_free() { [ "$(rc exists "$(lock_key)")" = 0 ]; }
+
+# sampler_start / sampler_stop: stock and sold every 100 ms into $SCN_DIR/timeline.
+sampler_start() {
+    local t0; t0=$(date +%s%N)
+    ( while :; do
+        set -- $(rc mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
+        echo "$(( ($(date +%s%N) - t0) / 1000000 )) ${1:-0} ${2:-0}"
+        sleep 0.1
+      done ) > "$SCN_DIR/timeline" 2>/dev/null &
+    SAMPLER_PID=$!
+}
+sampler_stop() { kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null; }
+
+stolen_total() {   # sum of inventory_lock_stolen_total over the live instances
+    local p s=0 v
+    for p in $INSTANCE_PORTS; do
+        v=$(curl -s -m 5 "http://127.0.0.1:$p/metrics" | awk '$1=="inventory_lock_stolen_total"{print $2}')
+        s=$((s + ${v:-0}))
+    done
+    echo "$s"
+}
+
+# load: plain load through nginx (the caller's wrk run); nothing to add here.
+scenario_load() { :; }
+
+# crash: kill -9 instance 1 while its sale holds the lock; then sell on instance 2.
+# Flaw: the key has no TTL, every later sale times out, nothing sells until a hand DEL.
+scenario_crash() {
+    local a b i ttl stuck=1 code ok_after=0 freed_ms=-1 t0
+    local sold_before sold_after
+    a=$(port_of 1); b=$(port_of 2)
+    sale_bg "$a" "work_ms=30000"
+    wait_for 5 lock_held || { SCN_OBSERVED="the first sale never took the lock"; return 1; }
+    sleep 0.05
+    kill -9 "$(pid_of 1)"
+    t0=$(date +%s%N)
+    # The killed sale never leaves the probe; a dead process is not in the critical
+    # section, and no other sale is in it now: empty the probe so it counts only the living.
+    rc del "probe:{$ITEM}" >/dev/null
+    ttl=$(rc pttl "$(lock_key)")
+    # A lease-based lock frees itself about one TTL after its holder died; give it four.
+    wait_for $(( TTL_MS * 4 / 1000 + 1 )) lock_free && freed_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    sold_before=$(rc get "sold:{$ITEM}")
+    for i in 1 2 3; do                       # each waits up to the wait limit
+        code=$(sale "$b")
+        [ "$code" = 503 ] || stuck=0
+        [ "$code" = 200 ] && ok_after=$((ok_after+1))
+    done
+    sold_after=$(rc get "sold:{$ITEM}")
+    if [ "$stuck" = 1 ] && [ "$ttl" = -1 ] && lock_held && [ "${sold_after:-0}" = "${sold_before:-0}" ]; then
+        rc del "$(lock_key)" >/dev/null      # the only way out: by hand
+        code=$(sale "$b")
+        SCN_OBSERVED="holder killed: lock key left with no TTL (PTTL $ttl), 3 of 3 later sales lock_timeout, nothing sold; after a DEL by hand: $code"
+        SCN_FLAW=1
+    else
+        SCN_OBSERVED="holder killed: lock key PTTL $ttl ms, freed ${freed_ms} ms after the kill; $ok_after of 3 later sales sold"
+        SCN_FLAW=0
+    fi
+    bg_wait
+}
+
+# long-work: one sale takes the lock and works three TTLs; then other sales (work 100 ms)
+# arrive on the other instance. The long sale holds the lock first, so that the others
+# cannot starve it: what happens next is up to the lock.
+# Flaw: the lease runs out mid-work, a second holder enters (overlap), the stale write oversells.
+scenario_long_work() {
+    local a b work=$((TTL_MS * 3)) overlaps
+    a=$(port_of 1); b=$(port_of 2)
+    sampler_start
+    sale_bg "$a" "work_ms=$work"
+    wait_for 5 lock_held || { sampler_stop; SCN_OBSERVED="the long sale never took the lock"; return 1; }
+    load_bg "$b" 4 $(( work / 1000 + 2 )) "work_ms=100" long
+    bg_wait
+    sampler_stop
+    overlaps=$(rc get "overlaps:{$ITEM}"); overlaps=${overlaps:-0}
+    SCN_FLAW=0
+    [ "$overlaps" -gt 0 ] && SCN_FLAW=1
+    SCN_OBSERVED="one sale worked ${work} ms on a ${TTL_MS} ms lease while others sold; overlaps $overlaps"
+}
+
+# release-gap: A's release checks ownership, then sleeps past its lease; meanwhile B
+# (long work) takes the lock; then C arrives. Flaw: A deletes B's lock, C enters beside B,
+# and B finds its lock gone while its lease still ran (a foreign delete).
+scenario_release_gap() {
+    local a b gap=$((TTL_MS * 3 / 2)) stolen
+    a=$(port_of 1); b=$(port_of 2)
+    sale_bg "$a" "release_gap_ms=$gap"                  # t=0: sells, then releases slowly
+    sleep "$(awk "BEGIN{print $TTL_MS * 1.15 / 1000}")" # its lease has run out
+    sale_bg "$b" "work_ms=$((TTL_MS * 3 / 4))"          # B holds from ~1.15 TTL to ~1.9 TTL
+    sleep "$(awk "BEGIN{print $TTL_MS * 0.45 / 1000}")" # A's step runs at 1.5 TTL, B inside
+    sale_bg "$b" ""                                     # C: enters if B's lock was deleted
+    bg_wait
+    stolen=$(stolen_total)
+    SCN_FLAW=0
+    [ "${stolen:-0}" -gt 0 ] && SCN_FLAW=1
+    SCN_OBSERVED="foreign deletes seen by the holder: ${stolen:-0}; overlaps $(overlaps_now)"
+}
+
+# nested: each sale takes the same lock again inside (the seeds' reentrancy test).
+# Flaw: a non-reentrant lock waits on itself: lock_timeout, nothing sold.
+scenario_nested() {
+    local i ok=0 timeouts=0 code
+    for i in 1 2 3 4 5; do
+        code=$(sale "$NGINX_PORT" "nested=1")
+        [ "$code" = 200 ] && ok=$((ok+1))
+        [ "$code" = 503 ] && timeouts=$((timeouts+1))
+    done
+    SCN_FLAW=0
+    [ "$ok" = 0 ] && [ "$timeouts" = 5 ] && SCN_FLAW=1
+    SCN_OBSERVED="5 nested sales: $ok sold, $timeouts lock_timeout"
+}
+
+# pause: instance 1 takes the lock for a long sale, then the whole process is stopped
+# (SIGSTOP: its watchdog too) past the lease; instance 2 sells meanwhile; then SIGCONT.
+# Flaw: the lease expires with no renewal, two holders, the stale write oversells.
+scenario_pause() {
+    local a b pid work=$((TTL_MS * 2))
+    a=$(port_of 1); b=$(port_of 2); pid=$(pid_of 1)
+    sampler_start
+    sale_bg "$a" "work_ms=$work"
+    wait_for 5 lock_held
+    sleep 0.1
+    kill -STOP "$pid"
+    load_bg "$b" 4 $(( TTL_MS * 4 / 1000 + 1 )) "work_ms=50" pause
+    sleep "$(awk "BEGIN{print $TTL_MS * 4 / 1000}")"
+    kill -CONT "$pid"
+    bg_wait
+    sampler_stop
+    SCN_FLAW=0
+    [ "$(overlaps_now)" -gt 0 ] && SCN_FLAW=1
+    SCN_OBSERVED="holder paused $((TTL_MS * 4)) ms with a ${TTL_MS} ms lease while others sold; overlaps $(overlaps_now)"
+}

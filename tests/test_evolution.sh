@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# test_evolution.sh - The evolution, quick: every version's scenarios on real stacks. Each
+# row must show what it expects (the flaw where the version has it, none where the next
+# version fixed it), judged from Redis and the HTTP answers; the JSON and the page are whole.
+set -u
+cd "$(dirname "$0")/.."
+source tests/lib.sh
+
+OUT="$T_TMP/evo"
+# Servers alive (not zombies) now; checked again at the end: the runs must leave none.
+servers() { ps -eo pid=,stat=,comm= | awk '$2 !~ /^Z/ && $3 ~ /^(inventory-serv|nginx|redis-server)/ { print $1 }' | sort; }
+servers > "$T_TMP/before"
+loadtest/evolution --quick --out "$OUT" > "$T_TMP/evo.out" 2> "$T_TMP/evo.err"
+rc=$?
+cat "$T_TMP/evo.err" "$T_TMP/evo.out"
+check_eq "loadtest/evolution --quick ran every row" 0 "$rc"
+J="$OUT/evolution.json"
+check "it wrote evolution.json" jq -e '.rows | length == 19' "$J"
+rows() { jq -r "$1" "$J" 2>/dev/null; }
+while IFS=$'\t' read -r lock scn expect shown flaw over ovl; do
+    check_eq "$lock $scn (expect $expect): shown" true "$shown"
+    if [ "$expect" = flaw ]; then
+        check_eq "$lock $scn: the run measured the flaw" true "$flaw"
+    else
+        check_eq "$lock $scn: the run measured no flaw" false "$flaw"
+        check_eq "$lock $scn: oversold 0" 0 "$over"
+    fi
+done < <(rows '.rows[] | [.lock, .scenario, .expect, .shown, .flaw, .oversold, (.overlaps // 0)] | @tsv')
+check "v2 load oversold" jq -e '.rows[] | select(.lock == "v2" and .scenario == "load") | .oversold > 0' "$J"
+check "v4 and v7 long-work: two holders (overlaps) and oversold" \
+    jq -e '[.rows[] | select(.scenario == "long-work" and (.lock == "v4" or .lock == "v7")) | (.overlaps > 0 and .oversold > 0)] | all and length == 2' "$J"
+check "v8 long-work: no overlap" jq -e '.rows[] | select(.lock == "v8" and .scenario == "long-work") | .overlaps == 0' "$J"
+check "v5 release-gap: a foreign delete seen" jq -e '.rows[] | select(.lock == "v5" and .scenario == "release-gap") | .foreign_deletes > 0' "$J"
+check "v6 release-gap: none" jq -e '.rows[] | select(.lock == "v6" and .scenario == "release-gap") | .foreign_deletes == 0' "$J"
+check "v3 crash: every later sale timed out" jq -e '.rows[] | select(.lock == "v3" and .scenario == "crash") | .lock_timeouts >= 3' "$J"
+check "v8 pause: two holders" jq -e '.rows[] | select(.lock == "v8" and .scenario == "pause") | .overlaps > 0' "$J"
+check "long-work rows carry a timeline" jq -e '[.rows[] | select(.scenario == "long-work") | (.timeline | length) > 3] | all' "$J"
+check "it wrote report.html" grep -q '<svg' "$OUT/report.html"
+check "it printed the load table" grep -q 'As expected: v2' "$T_TMP/evo.out"
+servers > "$T_TMP/after"
+check_eq "it left no server running" "" "$(comm -13 "$T_TMP/before" "$T_TMP/after" | tr '\n' ' ')"
+t_report
