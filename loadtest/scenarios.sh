@@ -9,15 +9,17 @@
 # Inputs (set by loadtest/run): ITEM, STOCK, NGINX_PORT, REDIS_HOST, REDIS_PORT,
 # INSTANCE_PORTS and INSTANCE_PIDS (space-separated, same order), TTL_MS, SCN_DIR.
 
-# Lease, wait and instance count each scenario needs (the run's defaults otherwise).
+# Lease, wait and stock each scenario needs (the run's defaults otherwise). long-work and
+# pause start from a small stock, so that the stale write shows in the timeline as stock
+# jumping back up.
 scenario_defaults() {
     case $1 in
     load)        echo "ttl=30000 wait=10000" ;;
     crash)       echo "ttl=500 wait=1000" ;;
-    long-work)   echo "ttl=500 wait=10000" ;;
+    long-work)   echo "ttl=500 wait=10000 stock=40" ;;
     release-gap) echo "ttl=2000 wait=10000" ;;
     nested)      echo "ttl=2000 wait=1000" ;;
-    pause)       echo "ttl=500 wait=10000" ;;
+    pause)       echo "ttl=500 wait=10000 stock=40" ;;
     *)           return 1 ;;
     esac
 }
