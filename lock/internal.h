@@ -1,6 +1,7 @@
 /* internal.h - What one version file borrows from another; not part of the public API.
- * A version that only changes release borrows its predecessor's acquire, so that
- * `diff lock/v5_*.c lock/v6_*.c` shows exactly the fix. */
+ * A version that changes only release borrows its predecessor's acquire, and one that
+ * changes only acquire borrows its release, so that `diff lock/v5_*.c lock/v6_*.c`
+ * shows exactly the fix. */
 #ifndef LOCK_INTERNAL_H
 #define LOCK_INTERNAL_H
 
@@ -15,6 +16,10 @@ int lock_mutex_acquire_wait(struct lock_client *lc, redisContext *c, struct lock
                             long wait_ms, struct lock_error *err);
 int lock_mutex_release(struct lock_client *lc, redisContext *c, struct lock_grant *g,
                        struct lock_error *err);
+
+/* v3 (and v4): DEL the key, whoever holds it. */
+int lock_del_release(struct lock_client *lc, redisContext *c, struct lock_grant *g,
+                     struct lock_error *err);
 
 /* v4 (and v5, v6): SET key owner NX PX ttl. */
 int lock_setnx_px_try_acquire(struct lock_client *lc, redisContext *c, struct lock_grant *g,

@@ -22,9 +22,10 @@ static int v3_try_acquire(struct lock_client *lc, redisContext *c, struct lock_g
     return st;
 }
 
-/* Deletes the key, whoever holds it. */
-static int v3_release(struct lock_client *lc, redisContext *c, struct lock_grant *g,
-                      struct lock_error *err)
+/* Deletes the key, whoever holds it now: LOCK_OK when a key was deleted, LOCK_NOT_OWNER
+ * when there was none. Shared by v4, which changes only acquire. */
+int lock_del_release(struct lock_client *lc, redisContext *c, struct lock_grant *g,
+                     struct lock_error *err)
 {
     redisReply *r;
     int st;
@@ -50,5 +51,5 @@ const struct lock_ops lock_v3 = {
     .flaw = "holder dies: the key never expires and every later sale waits forever",
     .uses_redis = 1,
     .try_acquire = v3_try_acquire,
-    .release = v3_release,
+    .release = lock_del_release,
 };

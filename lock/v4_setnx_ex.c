@@ -27,27 +27,6 @@ int lock_setnx_px_try_acquire(struct lock_client *lc, redisContext *c, struct lo
     return st;
 }
 
-/* Deletes the key, whoever holds it now: after our TTL ran out, that is someone else. */
-static int v4_release(struct lock_client *lc, redisContext *c, struct lock_grant *g,
-                      struct lock_error *err)
-{
-    redisReply *r;
-    int st;
-
-    (void)lc;
-    if (g->release_gap_ms > 0)
-        lock_sleep_ms(g->release_gap_ms);
-    r = redisCommand(c, "DEL %s", g->key);
-    if (r == NULL)
-        return lock_fail(err, c, "DEL");
-    if (r->type != REDIS_REPLY_INTEGER)
-        st = lock_fail(err, NULL, r->type == REDIS_REPLY_ERROR ? r->str : "DEL: bad reply");
-    else
-        st = r->integer == 1 ? LOCK_OK : LOCK_NOT_OWNER;
-    freeReplyObject(r);
-    return st;
-}
-
 const struct lock_ops lock_v4 = {
     .name = "v4",
     .alias = "setnx-ex",
@@ -55,5 +34,5 @@ const struct lock_ops lock_v4 = {
     .flaw = "work outlasts the TTL: a second holder enters and the first deletes its lock",
     .uses_redis = 1,
     .try_acquire = lock_setnx_px_try_acquire,
-    .release = v4_release,
+    .release = lock_del_release, /* v3's: after our TTL ran out, the key may be another's */
 };
