@@ -51,6 +51,14 @@ start_redis() {
 
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
 
+# running PID: the process exists and is not a zombie (builtins only: it runs often).
+running() {
+    local stat
+    IFS= read -r stat 2>/dev/null < "/proc/$1/stat" || return 1
+    stat=${stat##*) }
+    [ "${stat%% *}" != Z ]
+}
+
 # start_service PORTVAR ARGS...: starts build/inventory-service on a free port, waits for it.
 # Sets the variable named PORTVAR to the port and SVC_PID to the pid. A port taken between
 # free_port and the bind (another test, a load generator) is retried on another port.

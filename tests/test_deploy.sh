@@ -10,13 +10,6 @@ source tests/lib.sh
 RUN=$T_TMP/run
 trap 'deploy/down --run-dir "$RUN" --quiet >/dev/null 2>&1; t_cleanup' EXIT
 
-# running PID: the process exists and is not a zombie (builtins only: it runs often).
-running() {
-    local stat
-    IFS= read -r stat 2>/dev/null < "/proc/$1/stat" || return 1
-    stat=${stat##*) }
-    [ "${stat%% *}" != Z ]
-}
 # procs_with STRING: pids of live processes whose command line contains STRING.
 procs_with() {
     local d args

@@ -6,13 +6,6 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 
-# running PID: the process exists and is not a zombie.
-running() {
-    local stat
-    IFS= read -r stat 2>/dev/null < "/proc/$1/stat" || return 1
-    stat=${stat##*) }
-    [ "${stat%% *}" != Z ]
-}
 # leftovers DIR: live processes started for the run kept in DIR (by the ports in its logs).
 leftovers() {
     local d args f pats=("$1/nginx")
