@@ -84,15 +84,6 @@ sampler_start() {
 }
 sampler_stop() { kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null; }
 
-stolen_total() {   # sum of inventory_lock_stolen_total over the live instances
-    local p s=0 v
-    for p in $INSTANCE_PORTS; do
-        v=$(curl -s -m 5 "http://127.0.0.1:$p/metrics" | awk '$1=="inventory_lock_stolen_total"{print $2}')
-        s=$((s + ${v:-0}))
-    done
-    echo "$s"
-}
-
 # load: plain load through nginx (the caller's wrk run); nothing to add here.
 scenario_load() { :; }
 
@@ -163,7 +154,7 @@ scenario_release_gap() {
     sleep "$(awk "BEGIN{print $TTL_MS * 0.45 / 1000}")" # A's step runs at 1.5 TTL, B inside
     sale_bg "$b" ""                                     # C: enters if B's lock was deleted
     bg_wait
-    stolen=$(stolen_total)
+    stolen=$(metric_sum inventory_lock_stolen_total)   # loadtest/run's, over the live instances
     SCN_FLAW=0
     [ "${stolen:-0}" -gt 0 ] && SCN_FLAW=1
     SCN_OBSERVED="foreign deletes seen by the holder: ${stolen:-0}; overlaps $(overlaps_now)"

@@ -6,6 +6,8 @@ T_FAILED=0
 T_PIDS=""
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/invtest.XXXXXX")
 
+. deploy/lib.sh   # free_port, is_ours, metric_sum (the tests run from the top folder)
+
 # check DESCRIPTION COMMAND...: runs COMMAND, records pass or fail.
 check() {
     local d=$1; shift
@@ -19,18 +21,6 @@ check_eq() {
 }
 t_report() { echo "$T_PASSED passed, $T_FAILED failed"; [ "$T_FAILED" = 0 ]; }
 
-# free_port: prints a TCP port nobody listens on, on 127.0.0.1. Drawn below the kernel's
-# ephemeral range (ip_local_port_range), where outgoing connections take their ports.
-free_port() {
-    local p lo=32768
-    read -r lo _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
-    [ "$lo" -gt 12000 ] || lo=32768
-    for _ in $(seq 100); do
-        p=$(shuf -i "10000-$((lo - 1))" -n 1)
-        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
-    done
-    return 1
-}
 
 # start_redis: starts a redis-server on a free port; sets REDIS_PORT and REDIS_PID.
 start_redis() {

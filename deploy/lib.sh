@@ -1,0 +1,36 @@
+# lib.sh - shell helpers shared by deploy/ and loadtest/. Source it; it defines functions only.
+
+# free_port: prints a TCP port nobody listens on, on 127.0.0.1. Drawn below the kernel's
+# ephemeral range (ip_local_port_range), where outgoing connections take their ports.
+free_port() {
+    local p lo=32768
+    read -r lo _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+    [ "$lo" -gt 12000 ] || lo=32768
+    for _ in $(seq 100); do
+        p=$(shuf -i "10000-$((lo - 1))" -n 1)
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+    done
+    return 1
+}
+
+# is_ours PID PATTERN...: the process lives and its command line contains every PATTERN
+# (a pid file's pid is trusted only then: a stale one may now belong to a stranger).
+is_ours() {
+    local pid=$1 cmd pat; shift
+    case $pid in ''|*[!0-9]*) return 1 ;; esac
+    cmd=$(tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline") || return 1
+    [ -n "$cmd" ] || return 1            # a zombie: already gone
+    cmd="$cmd "
+    for pat in "$@"; do
+        case $cmd in *"$pat"*) ;; *) return 1 ;; esac
+    done
+}
+
+# metric_sum NAME: NAME summed over the instances of stack.env (INSTANCE_HOST,
+# INSTANCE_PORTS) that answer /metrics; prints nothing when none answers.
+metric_sum() {
+    local p
+    for p in $INSTANCE_PORTS; do
+        curl -s -m 2 "http://$INSTANCE_HOST:$p/metrics" 2>/dev/null || true
+    done | awk -v m="$1" '$1 == m { n += $2; seen = 1 } END { if (seen) print n }'
+}
