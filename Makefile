@@ -17,16 +17,18 @@ WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2
 ifeq ($(WERROR),1)
 WARN     += -Werror
 endif
+# CFLAGS and LDFLAGS are the user's (make CFLAGS=-O0 still builds); the project's own
+# flags live apart, as redis's FINAL_CFLAGS do.
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) -pthread -Ibuild -I.
-ifneq ($(SANITIZER),)
-CFLAGS   += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer
-LDFLAGS  += -fsanitize=$(SANITIZER)
-endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CFLAGS   += $(PKG_CFLAGS)
-LDLIBS   += $(PKG_LIBS) -pthread
+FINAL_CFLAGS  := -std=c11 -D_GNU_SOURCE $(WARN) -pthread -Ibuild -I. $(PKG_CFLAGS) $(CFLAGS)
+FINAL_LDFLAGS := $(LDFLAGS)
+ifneq ($(SANITIZER),)
+FINAL_CFLAGS  += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer
+FINAL_LDFLAGS += -fsanitize=$(SANITIZER)
+endif
+FINAL_LIBS := $(PKG_LIBS) -pthread $(LDLIBS)
 
 LOCK_SRC    := $(wildcard lock/*.c)
 SERVICE_SRC := $(wildcard service/*.c)
@@ -41,7 +43,7 @@ all: build/inventory-service build/test_lock $(if $(wildcard loadtest/report.c),
 # Rebuild everything when the flags change (a sanitizer build after a plain one).
 build/.flags: FORCE
 	@mkdir -p build
-	@echo '$(CC) $(CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS) $(LDFLAGS)' > $@
+	@echo '$(CC) $(FINAL_CFLAGS) $(FINAL_LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(FINAL_CFLAGS) $(FINAL_LDFLAGS)' > $@
 FORCE:
 
 # Every lock/scripts/NAME.lua and service/scripts/NAME.lua becomes `lua_NAME`, a C string.
@@ -57,16 +59,16 @@ build/lua_scripts.h: $(LUA_SRC) Makefile
 
 build/%.o: %.c $(HEADERS) build/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(FINAL_CFLAGS) -c -o $@ $<
 
 build/inventory-service: $(SERVICE_OBJ) $(LOCK_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 build/test_lock: build/tests/test_lock.o $(LOCK_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 build/evolution-report: build/loadtest/report.o
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 deps:
 	@deploy/install-deps

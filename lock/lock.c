@@ -1,19 +1,18 @@
-/* lock.c - The registry of versions, the client, the waiting loop and the Lua runner. */
+/* lock.c - The registry of versions, the client, acquire and release around the store. */
 #include "lock/internal.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 extern const struct lock_ops lock_v1, lock_v2, lock_v3, lock_v4, lock_v5, lock_v6, lock_v7,
-    lock_v8, lock_none, lock_atomic;
+    lock_v8, lock_none;
 
 static const struct lock_ops *const versions[] = {
     &lock_v1, &lock_v2, &lock_v3, &lock_v4, &lock_v5, &lock_v6, &lock_v7, &lock_v8,
-    &lock_none, &lock_atomic, NULL,
+    &lock_none, NULL,
 };
 
 const struct lock_ops *const *lock_versions(void)
@@ -33,6 +32,24 @@ const struct lock_ops *lock_find(const char *name)
         if (versions[i]->alias && strcmp(versions[i]->alias, name) == 0)
             return versions[i];
     return NULL;
+}
+
+static const char *const wait_names[] = {
+    [LOCK_WAIT_DEFAULT] = "default", [LOCK_WAIT_POLL] = "poll", [LOCK_WAIT_LOCAL] = "local",
+    [LOCK_WAIT_NOTIFY] = "notify",
+};
+
+const char *lock_wait_name(enum lock_wait w)
+{
+    return w <= LOCK_WAIT_NOTIFY ? wait_names[w] : "?";
+}
+
+enum lock_wait lock_wait_parse(const char *name)
+{
+    for (int w = LOCK_WAIT_POLL; w <= LOCK_WAIT_NOTIFY; w++)
+        if (strcmp(wait_names[w], name) == 0)
+            return (enum lock_wait)w;
+    return LOCK_WAIT_DEFAULT;
 }
 
 long long lock_now_ms(void)
@@ -63,11 +80,31 @@ int lock_fail(struct lock_error *err, redisContext *c, const char *what)
     return LOCK_ERROR;
 }
 
+/* Which wait the client uses: the config's, if the store can wait that way. */
+static int resolve_wait(const struct lock_ops *ops, enum lock_wait asked, enum lock_wait *out,
+                        struct lock_error *err)
+{
+    if (asked == LOCK_WAIT_DEFAULT || asked == ops->wait) {
+        *out = ops->wait;
+        return LOCK_OK;
+    }
+    if (!ops->remote || asked == LOCK_WAIT_LOCAL) {
+        snprintf(err->msg, sizeof(err->msg), "%s waits only by %s, not by %s", ops->name,
+                 lock_wait_name(ops->wait), lock_wait_name(asked));
+        err->io = 0;
+        return LOCK_ERROR;
+    }
+    *out = asked;
+    return LOCK_OK;
+}
+
 /* Creates the client; the caller frees it with lock_client_destroy(). */
 struct lock_client *lock_client_create(const struct lock_ops *ops, const struct lock_config *cfg,
                                        struct lock_error *err)
 {
     struct lock_client *lc = calloc(1, sizeof(*lc));
+    int redis_up = 0, store_up = 0, wait_up = 0;
+
     if (lc == NULL) {
         lock_fail(err, NULL, "out of memory");
         return NULL;
@@ -84,11 +121,32 @@ struct lock_client *lock_client_create(const struct lock_ops *ops, const struct 
         lock_fail(err, NULL, "out of memory");
         goto out_free;
     }
+    if (resolve_wait(ops, cfg->wait, &lc->cfg.wait, err) != LOCK_OK)
+        goto out_free;
+    if (ops->keepalive && ops->renew == NULL) {
+        lock_fail(err, NULL, "a keep-alive needs a store that renews");
+        goto out_free;
+    }
+    if (lock_redis_init(lc, err) != LOCK_OK)
+        goto out_free;
+    redis_up = 1;
     if (ops->init && ops->init(lc, err) != LOCK_OK)
+        goto out_free;
+    store_up = 1;
+    if (lock_wait_init(lc, err) != LOCK_OK)
+        goto out_free;
+    wait_up = 1;
+    if (ops->keepalive && lock_keepalive_init(lc, err) != LOCK_OK)
         goto out_free;
     return lc;
 
 out_free:
+    if (wait_up)
+        lock_wait_destroy(lc);
+    if (store_up && ops->destroy)
+        ops->destroy(lc);
+    if (redis_up)
+        lock_redis_destroy(lc);
     free((char *)lc->cfg.redis_host);
     free((char *)lc->cfg.instance_id);
     free(lc);
@@ -99,15 +157,19 @@ void lock_client_destroy(struct lock_client *lc)
 {
     if (lc == NULL)
         return;
+    if (lc->ops->keepalive)
+        lock_keepalive_destroy(lc);
+    lock_wait_destroy(lc);
     if (lc->ops->destroy)
         lc->ops->destroy(lc);
+    lock_redis_destroy(lc);
     free((char *)lc->cfg.redis_host);
     free((char *)lc->cfg.instance_id);
     free(lc);
 }
 
-/* The thread's number, given on first use and never reused in this process. */
-void lock_owner_id(const struct lock_client *lc, char *owner, size_t size)
+/* "<instance id>:<n>", n given to the calling thread on first use, never reused. */
+static void owner_id(const struct lock_client *lc, char *owner, size_t size)
 {
     static atomic_long next_thread;
     static _Thread_local long thread_no;
@@ -117,124 +179,79 @@ void lock_owner_id(const struct lock_client *lc, char *owner, size_t size)
     snprintf(owner, size, "%s:%ld", lc->cfg.instance_id, thread_no);
 }
 
-int lock_acquire(struct lock_client *lc, redisContext *c, const char *key, const char *owner,
-                 long wait_ms, struct lock_grant *g, struct lock_error *err)
+int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct lock_grant *g,
+                 struct lock_rider *rider, struct lock_error *err)
 {
-    long long start = lock_now_ms(), now;
+    long long start = lock_now_ms();
+    size_t n = item ? strlen(item) : 0;
     int st;
 
     memset(g, 0, sizeof(*g));
-    if (snprintf(g->key, sizeof(g->key), "%s", key) >= (int)sizeof(g->key) ||
-        snprintf(g->owner, sizeof(g->owner), "%s", owner) >= (int)sizeof(g->owner))
-        return lock_fail(err, NULL, "lock key or owner too long");
+    if (n == 0 || n > LOCK_ITEM_MAX)
+        return lock_fail(err, NULL, "an item is 1 to 64 characters");
+    memcpy(g->item, item, n + 1);
+    snprintf(g->key, sizeof(g->key), "lock:{%s}", item);
+    owner_id(lc, g->owner, sizeof(g->owner));
 
-    if (lc->ops->acquire_wait) {
-        st = lc->ops->acquire_wait(lc, c, g, wait_ms, err);
-    } else {
-        for (;;) {
-            g->acquired_ms = lock_now_ms();
-            st = lc->ops->try_acquire(lc, c, g, err);
-            if (st != LOCK_TIMEOUT)
-                break;
-            now = lock_now_ms();
-            if (now - start >= wait_ms)
-                break;
-            long nap = lc->cfg.retry_ms;
-            if (nap > wait_ms - (now - start))
-                nap = wait_ms - (now - start);
-            lock_sleep_ms(nap);
-        }
+    st = lock_wait_acquire(lc, g, wait_ms, rider, err);
+    if (st == LOCK_OK && lock_riders_flush(lc, err) != LOCK_OK) {
+        /* The read did not get through: give the lock back, report the failure. */
+        struct lock_error ignored;
+        lock_riders_set(lc, NULL, NULL);
+        lc->ops->release(lc, g, &ignored);
+        lock_wait_released(lc, g);
+        st = LOCK_ERROR;
     }
+    lock_riders_set(lc, NULL, NULL);
     g->waited_ms = lock_now_ms() - start;
-    if (st == LOCK_OK)
+    if (st == LOCK_OK) {
+        if (lc->ops->keepalive)
+            lock_keepalive_hold(lc, g);
         atomic_fetch_add(&lc->acquisitions, 1);
-    else if (st == LOCK_TIMEOUT)
+    } else if (st == LOCK_TIMEOUT) {
         atomic_fetch_add(&lc->timeouts, 1);
+    }
     return st;
 }
 
-int lock_release(struct lock_client *lc, redisContext *c, struct lock_grant *g,
+int lock_release(struct lock_client *lc, struct lock_grant *g, struct lock_rider *rider,
                  struct lock_error *err)
 {
-    int st = lc->ops->release(lc, c, g, err);
+    struct lock_rider notice = { 0 };
+    int st = LOCK_OK, lost = 0;
+
+    /* A lock kept in the process has no command to ride with: the writes go first. */
+    lock_riders_set(lc, rider, NULL);
+    if (!lc->ops->remote)
+        st = lock_riders_flush(lc, err);
+    lock_wait_releasing(lc, g, &notice);
+    lock_riders_set(lc, rider && lc->ops->remote ? rider : NULL, notice.n ? &notice : NULL);
+    if (st == LOCK_OK)
+        st = lc->ops->release(lc, g, err);
+    else
+        lc->ops->release(lc, g, &(struct lock_error){ 0 });
+    lock_riders_set(lc, NULL, NULL);
+    lock_rider_reset(&notice);
+    if (lc->ops->keepalive)
+        lost = lock_keepalive_drop(lc, g);
+    lock_wait_released(lc, g);
 
     if (st == LOCK_NOT_OWNER) {
         atomic_fetch_add(&lc->lost_leases, 1);
-        /* Ours no more, although our lease had time left: another client deleted it. */
-        if (g->valid_until_ms == 0 || lock_now_ms() < g->valid_until_ms)
+        if (lost || (g->valid_until_ms != 0 && lock_now_ms() >= g->valid_until_ms)) {
+            st = LOCK_EXPIRED;
+        } else {
+            /* Ours no more, although our lease had time left: another client deleted it. */
             atomic_fetch_add(&lc->stolen, 1);
+            st = LOCK_STOLEN;
+        }
     }
     return st;
 }
 
-int lock_grant_is_lost(const struct lock_grant *g)
+int lock_grant_is_lost(struct lock_client *lc, const struct lock_grant *g)
 {
-    if (g->lease)
-        return lock_lease_is_lost(g->lease);
+    if (lc->ops->keepalive)
+        return lock_keepalive_is_lost(lc, g);
     return g->valid_until_ms != 0 && lock_now_ms() >= g->valid_until_ms;
-}
-
-/* Loads s into Redis and records its sha (the same for every server: SHA1 of the text). */
-static int script_load(redisContext *c, struct lock_script *s, struct lock_error *err)
-{
-    static pthread_mutex_t sha_mu = PTHREAD_MUTEX_INITIALIZER;
-    redisReply *r = redisCommand(c, "SCRIPT LOAD %s", s->source);
-    int st = LOCK_OK;
-
-    if (r == NULL)
-        return lock_fail(err, c, "SCRIPT LOAD");
-    if (r->type != REDIS_REPLY_STRING || r->len != 40) {
-        st = lock_fail(err, NULL, r->type == REDIS_REPLY_ERROR ? r->str : "SCRIPT LOAD: bad reply");
-        goto out_free_reply;
-    }
-    pthread_mutex_lock(&sha_mu);
-    if (!atomic_load_explicit(&s->loaded, memory_order_acquire)) {
-        memcpy(s->sha, r->str, 40);
-        s->sha[40] = '\0';
-        atomic_store_explicit(&s->loaded, 1, memory_order_release);
-    }
-    pthread_mutex_unlock(&sha_mu);
-
-out_free_reply:
-    freeReplyObject(r);
-    return st;
-}
-
-redisReply *lock_script_eval(redisContext *c, struct lock_script *s, int nkeys, int nargs,
-                             const char **argv, struct lock_error *err)
-{
-    enum { MAX_ARGS = 16 };
-    const char *cmd[MAX_ARGS + 3];
-    char numkeys[16];
-    redisReply *r;
-
-    if (nkeys + nargs > MAX_ARGS) {
-        lock_fail(err, NULL, "too many script arguments");
-        return NULL;
-    }
-    if (!atomic_load_explicit(&s->loaded, memory_order_acquire) &&
-        script_load(c, s, err) != LOCK_OK)
-        return NULL;
-    snprintf(numkeys, sizeof(numkeys), "%d", nkeys);
-    cmd[0] = "EVALSHA";
-    cmd[1] = s->sha;
-    cmd[2] = numkeys;
-    for (int i = 0; i < nkeys + nargs; i++)
-        cmd[3 + i] = argv[i];
-
-    for (int attempt = 0; attempt < 2; attempt++) {
-        r = redisCommandArgv(c, 3 + nkeys + nargs, cmd, NULL);
-        if (r == NULL) {
-            lock_fail(err, c, s->name);
-            return NULL;
-        }
-        if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
-            freeReplyObject(r);
-            if (script_load(c, s, err) != LOCK_OK)
-                return NULL;
-            continue;
-        }
-        break;
-    }
-    return r;
 }

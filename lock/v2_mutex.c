@@ -7,10 +7,10 @@ const struct lock_ops lock_v2 = {
     .alias = "mutex",
     .title = "pthread mutex, two instances behind nginx",
     .flaw = "each process has its own mutex: oversell",
-    .uses_redis = 0,
+    .remote = 0,
     .init = lock_mutex_init,
     .destroy = lock_mutex_destroy,
     .try_acquire = lock_mutex_try_acquire,
-    .acquire_wait = lock_mutex_acquire_wait,
     .release = lock_mutex_release,
+    .wait = LOCK_WAIT_LOCAL,
 };

@@ -7,25 +7,20 @@ static struct lock_script release_script = { "v6_release", lua_v6_release, "", 0
 
 /* Compare and delete in one script: nothing can run between the two steps. (A
  * release_gap_ms sleeps before the script, where v5 slept between its commands.) */
-static int v6_release(struct lock_client *lc, redisContext *c, struct lock_grant *g,
-                      struct lock_error *err)
+static int v6_release(struct lock_client *lc, struct lock_grant *g, struct lock_error *err)
 {
     const char *argv[] = { g->key, g->owner };
     redisReply *r;
-    int st;
+    int mine;
 
-    (void)lc;
     if (g->release_gap_ms > 0)
         lock_sleep_ms(g->release_gap_ms);
-    r = lock_script_eval(c, &release_script, 1, 1, argv, err);
+    r = lock_eval(lc, &release_script, LOCK_R_INTEGER, 1, 1, argv, err);
     if (r == NULL)
         return LOCK_ERROR;
-    if (r->type != REDIS_REPLY_INTEGER)
-        st = lock_fail(err, NULL, r->type == REDIS_REPLY_ERROR ? r->str : "v6_release: bad reply");
-    else
-        st = r->integer == 1 ? LOCK_OK : LOCK_NOT_OWNER;
+    mine = r->integer == 1;
     freeReplyObject(r);
-    return st;
+    return mine ? LOCK_OK : LOCK_NOT_OWNER;
 }
 
 const struct lock_ops lock_v6 = {
@@ -33,7 +28,8 @@ const struct lock_ops lock_v6 = {
     .alias = "lua-release",
     .title = "SET NX PX; Lua compare-and-delete",
     .flaw = "not reentrant: a nested acquire by the same thread waits on itself",
-    .uses_redis = 1,
-    .try_acquire = lock_setnx_px_try_acquire,
+    .remote = 1,
+    .try_acquire = lock_set_nx_px_try_acquire,
     .release = v6_release,
+    .wait = LOCK_WAIT_POLL,
 };

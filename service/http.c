@@ -123,12 +123,37 @@ static int params_parse(struct MHD_Connection *conn, struct params *p, int fault
     return p->error[0] ? -1 : 0;
 }
 
+/* A sale's answer: sale_results gives the status and error string of each result. */
+static enum MHD_Result answer_sale(struct MHD_Connection *conn, const char *item,
+                                   const struct sale_outcome *out)
+{
+    const struct sale_result_info *info = &sale_results[out->result];
+    json_t *body;
+
+    if (out->result == SALE_OK) {
+        body = json_pack("{s:b, s:s, s:I, s:s, s:s}", "ok", 1, "item", item,
+                         "remaining", (json_int_t)out->remaining, "instance", svc.name,
+                         "lock", svc.version);
+        if (out->token)
+            json_object_set_new(body, "token", json_integer(out->token));
+        if (out->lease_lost)
+            json_object_set_new(body, "lease_lost", json_true());
+        return answer_json(conn, info->http_status, body, NULL, NULL);
+    }
+    body = json_pack("{s:b, s:s}", "ok", 0, "error", info->error);
+    if (out->result == SALE_SOLD_OUT)
+        json_object_set_new(body, "remaining", json_integer(0));
+    else if (out->message[0])
+        json_object_set_new(body, "message", json_string(out->message));
+    if (info->http_status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        return answer_json(conn, info->http_status, body, "Retry-After", "1");
+    return answer_json(conn, info->http_status, body, NULL, NULL);
+}
+
 static enum MHD_Result route_sale(struct MHD_Connection *conn)
 {
     struct params p;
     struct sale_request rq;
-    struct sale_outcome out;
-    json_t *body;
 
     if (params_parse(conn, &p, 1) != 0) {
         metrics_bad_request();
@@ -139,42 +164,18 @@ static enum MHD_Result route_sale(struct MHD_Connection *conn)
         return answer_error(conn, MHD_HTTP_FORBIDDEN, "faults_disabled",
                             "work_ms, release_gap_ms and nested need an instance started with --faults");
     }
-    if (p.has_fault && svc.ops->is_atomic) {
+    if (p.has_fault && svc.atomic) {
         metrics_bad_request();
         return answer_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
                             "the atomic sale is one script: there is no lock to fault");
     }
-    rq = (struct sale_request){ p.item, p.work_ms, p.release_gap_ms, (int)p.nested };
+    rq = (struct sale_request){ .item = p.item, .work_ms = p.work_ms,
+                                .release_gap_ms = p.release_gap_ms, .nested = (int)p.nested };
     metrics_in_flight(1);
-    sale_run(&rq, &out);
+    sale_run(&rq);
     metrics_in_flight(-1);
-    metrics_sale(out.result);
-
-    switch (out.result) {
-    case SALE_OK:
-        body = json_pack("{s:b, s:s, s:I, s:s, s:s}", "ok", 1, "item", p.item,
-                         "remaining", (json_int_t)out.remaining, "instance", svc.name,
-                         "lock", svc.ops->name);
-        if (out.token)
-            json_object_set_new(body, "token", json_integer(out.token));
-        if (out.lease_lost)
-            json_object_set_new(body, "lease_lost", json_true());
-        return answer_json(conn, MHD_HTTP_OK, body, NULL, NULL);
-    case SALE_SOLD_OUT:
-        body = json_pack("{s:b, s:s, s:i}", "ok", 0, "error", "sold_out", "remaining", 0);
-        return answer_json(conn, MHD_HTTP_CONFLICT, body, NULL, NULL);
-    case SALE_LOCK_TIMEOUT:
-        body = json_pack("{s:b, s:s}", "ok", 0, "error", "lock_timeout");
-        return answer_json(conn, MHD_HTTP_SERVICE_UNAVAILABLE, body, "Retry-After", "1");
-    case SALE_REDIS_DOWN:
-        return answer_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "redis_unavailable", NULL);
-    case SALE_UNKNOWN_ITEM:
-        return answer_error(conn, MHD_HTTP_NOT_FOUND, "unknown_item", out.message);
-    case SALE_BAD_STOCK:
-        return answer_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "bad_stock", out.message);
-    default:
-        return answer_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "error", out.message);
-    }
+    metrics_sale(rq.out.result);
+    return answer_sale(conn, p.item, &rq.out);
 }
 
 static enum MHD_Result route_inventory(struct MHD_Connection *conn)

@@ -34,6 +34,15 @@ void log_event(const char *level, const char *fmt, ...)
     fprintf(stderr, "%s %s %s %s\n", when, level, svc.name[0] ? svc.name : "inventory", msg);
 }
 
+/* A baseline of the service, not a lock: the whole sale as one Lua script. It runs
+ * with the lock library's `none` (for its connections) and never takes a lock. */
+static const struct {
+    const char *name, *alias, *title, *flaw;
+} atomic_baseline = {
+    "atomic", "script", "the whole sale in one Lua script, no lock",
+    "none for one key; no room for work outside Redis",
+};
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -47,17 +56,33 @@ static void usage(FILE *out)
         "  --lock V          lock version, by name or alias (default v8); see below\n"
         "  --ttl-ms T        lease of the Redis locks, in ms (default 30000)\n"
         "  --wait-ms W       how long a sale waits for the lock before lock_timeout (default 10000)\n"
-        "  --retry-ms R      sleep between tries while the lock is taken (default 10)\n"
+        "  --retry-ms R      poll: sleep between tries while the lock is taken (default 10)\n"
+        "  --wait poll|notify  how a waiter learns the lock is free (default: the version's;\n"
+        "                    notify for v8): poll tries every retry-ms; notify sleeps until\n"
+        "                    the release's message, queueing locally first come first served\n"
+        "  --combine N       serve up to N waiting sales of one item under one grant: one\n"
+        "                    read, one write (default 1: off); also batches atomic sales\n"
         "  --faults          accept the teaching faults work_ms, release_gap_ms, nested=1\n"
         "                    and keep the mutual-exclusion probe (probe:{I}, overlaps:{I})\n"
         "  --name NAME       instance name in answers, logs and the ledger (default inventory-PORT)\n"
         "  --max-conns N     most connections served at once, one thread each (default 1000)\n"
+        "  --list-versions   print the versions, tab-separated: name, alias, technique, flaw\n"
         "  --help            this text\n"
         "\n"
         "Lock versions:\n");
     for (const struct lock_ops *const *v = lock_versions(); *v; v++)
         fprintf(out, "  %-7s %-12s %s\n          flaw: %s\n", (*v)->name, (*v)->alias,
                 (*v)->title, (*v)->flaw);
+    fprintf(out, "  %-7s %-12s %s\n          flaw: %s\n", atomic_baseline.name,
+            atomic_baseline.alias, atomic_baseline.title, atomic_baseline.flaw);
+}
+
+static void list_versions(void)
+{
+    for (const struct lock_ops *const *v = lock_versions(); *v; v++)
+        printf("%s\t%s\t%s\t%s\n", (*v)->name, (*v)->alias, (*v)->title, (*v)->flaw);
+    printf("%s\t%s\t%s\t%s\n", atomic_baseline.name, atomic_baseline.alias,
+           atomic_baseline.title, atomic_baseline.flaw);
 }
 
 /* Parses a whole number in [min, max] or exits with a one-line reason. */
@@ -84,7 +109,9 @@ static void parse_flags(int argc, char **argv)
         { "ttl-ms", required_argument, NULL, 't' },   { "wait-ms", required_argument, NULL, 'w' },
         { "retry-ms", required_argument, NULL, 'y' }, { "faults", no_argument, NULL, 'f' },
         { "name", required_argument, NULL, 'n' },     { "max-conns", required_argument, NULL, 'm' },
-        { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+        { "wait", required_argument, NULL, 'W' },     { "combine", required_argument, NULL, 'c' },
+        { "list-versions", no_argument, NULL, 'L' },  { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     const char *lock = "v8", *colon;
     int o;
@@ -97,6 +124,7 @@ static void parse_flags(int argc, char **argv)
     svc.wait_ms = 10000;
     svc.retry_ms = 10;
     svc.max_conns = 1000;
+    svc.combine = 1;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
@@ -127,6 +155,15 @@ static void parse_flags(int argc, char **argv)
             }
             break;
         case 'm': svc.max_conns = (int)number_flag("max-conns", optarg, 1, 100000); break;
+        case 'W':
+            if ((svc.wait = lock_wait_parse(optarg)) == LOCK_WAIT_DEFAULT ||
+                svc.wait == LOCK_WAIT_LOCAL) {
+                fprintf(stderr, "inventory-service: --wait wants poll or notify, not '%s'\n", optarg);
+                exit(2);
+            }
+            break;
+        case 'c': svc.combine = (int)number_flag("combine", optarg, 1, 256); break;
+        case 'L': list_versions(); exit(0);
         case 'h': usage(stdout); exit(0);
         default:
             fprintf(stderr, "inventory-service: unknown or incomplete option '%s' (see --help)\n",
@@ -138,11 +175,24 @@ static void parse_flags(int argc, char **argv)
         fprintf(stderr, "inventory-service: unexpected argument '%s' (see --help)\n", argv[optind]);
         exit(2);
     }
+    if (strcmp(lock, atomic_baseline.name) == 0 || strcmp(lock, atomic_baseline.alias) == 0) {
+        svc.atomic = 1;
+        svc.version = atomic_baseline.name;
+        svc.ops = lock_find("none");
+        if (svc.wait != LOCK_WAIT_DEFAULT) {
+            fprintf(stderr, "inventory-service: the atomic sale takes no lock: no --wait\n");
+            exit(2);
+        }
+        goto named;
+    }
     svc.ops = lock_find(lock);
+    if (svc.ops != NULL)
+        svc.version = svc.ops->name;
     if (svc.ops == NULL) {
         fprintf(stderr, "inventory-service: unknown lock version '%s' (see --help)\n", lock);
         exit(2);
     }
+named:
     if (!svc.name[0])
         snprintf(svc.name, sizeof(svc.name), "inventory-%d", svc.port);
     return;
@@ -196,10 +246,10 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
     cfg = (struct lock_config){ svc.redis_host, svc.redis_port, svc.ttl_ms, svc.retry_ms,
-                                svc.instance_id };
+                                svc.instance_id, svc.wait };
     svc_lock = lock_client_create(svc.ops, &cfg, &err);
     if (svc_lock == NULL) {
-        fprintf(stderr, "inventory-service: lock %s: %s\n", svc.ops->name, err.msg);
+        fprintf(stderr, "inventory-service: lock %s: %s\n", svc.version, err.msg);
         return 1;
     }
     d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
@@ -215,9 +265,11 @@ int main(int argc, char **argv)
         lock_client_destroy(svc_lock);
         return 1;
     }
-    log_event("INFO", "listening on %s:%d, lock %s (%s), redis %s:%d, ttl %ld ms, wait %ld ms%s",
-              svc.bind, svc.port, svc.ops->name, svc.ops->alias, svc.redis_host, svc.redis_port,
-              svc.ttl_ms, svc.wait_ms, svc.faults ? ", faults on" : "");
+    log_event("INFO", "listening on %s:%d, lock %s, wait %s, combine %d, redis %s:%d, ttl %ld ms, "
+              "wait limit %ld ms%s", svc.bind, svc.port, svc.version,
+              svc.atomic ? "none" : lock_wait_name(svc_lock->cfg.wait), svc.combine,
+              svc.redis_host, svc.redis_port, svc.ttl_ms, svc.wait_ms,
+              svc.faults ? ", faults on" : "");
 
     while (sigwait(&stop, &sig) != 0)
         ;

@@ -5,11 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const char *const result_names[SALE_RESULTS] = {
-    [SALE_OK] = "ok", [SALE_SOLD_OUT] = "sold_out", [SALE_LOCK_TIMEOUT] = "lock_timeout",
-    [SALE_REDIS_DOWN] = "redis_unavailable", [SALE_UNKNOWN_ITEM] = "unknown_item",
-    [SALE_BAD_STOCK] = "bad_stock", [SALE_ERROR] = "error",
-};
 static const double wait_bounds[] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10 };
 #define WAIT_BUCKETS (sizeof(wait_bounds) / sizeof(wait_bounds[0]))
 
@@ -19,6 +14,7 @@ static atomic_llong bad_requests;
 static atomic_llong in_flight;
 static atomic_llong wait_buckets[WAIT_BUCKETS]; /* not cumulative; summed when rendered */
 static atomic_llong wait_count, wait_sum_ms;
+static atomic_llong batches, batched_sales;
 
 void metrics_sale(enum sale_result r)
 {
@@ -33,6 +29,12 @@ void metrics_bad_request(void)
 void metrics_in_flight(int delta)
 {
     atomic_fetch_add(&in_flight, delta);
+}
+
+void metrics_batch(int n)
+{
+    atomic_fetch_add(&batches, 1);
+    atomic_fetch_add(&batched_sales, n);
 }
 
 void metrics_lock_wait(long long waited_ms)
@@ -55,11 +57,11 @@ char *metrics_render(size_t *len)
     if (f == NULL)
         return NULL;
     fprintf(f, "# HELP inventory_info This instance.\n# TYPE inventory_info gauge\n"
-               "inventory_info{instance=\"%s\",lock=\"%s\"} 1\n", svc.name, svc.ops->name);
+               "inventory_info{instance=\"%s\",lock=\"%s\"} 1\n", svc.name, svc.version);
     fprintf(f, "# HELP inventory_sales_total Sale requests by result.\n"
                "# TYPE inventory_sales_total counter\n");
     for (int i = 0; i < SALE_RESULTS; i++)
-        fprintf(f, "inventory_sales_total{result=\"%s\"} %lld\n", result_names[i],
+        fprintf(f, "inventory_sales_total{result=\"%s\"} %lld\n", sale_results[i].metric,
                 (long long)atomic_load(&sales[i]));
     fprintf(f, "inventory_sales_total{result=\"bad_request\"} %lld\n",
             (long long)atomic_load(&bad_requests));
@@ -84,7 +86,13 @@ char *metrics_render(size_t *len)
     COUNTER("inventory_lock_renewals_total", "Leases renewed by the watchdog.", renewals);
     COUNTER("inventory_lock_lost_leases_total", "Leases found lost (renewal refused or not owner at release).", lost_leases);
     COUNTER("inventory_lock_stolen_total", "Locks found deleted by another client while our lease ran.", stolen);
+    COUNTER("inventory_lock_notifications_total", "Release messages received (wait notify).", notifications);
 #undef COUNTER
+    fprintf(f, "# HELP inventory_sale_batches_total Critical sections (or atomic scripts) run.\n"
+               "# TYPE inventory_sale_batches_total counter\ninventory_sale_batches_total %lld\n"
+               "# HELP inventory_sale_batched_total Sales served in them (--combine: up to N each).\n"
+               "# TYPE inventory_sale_batched_total counter\ninventory_sale_batched_total %lld\n",
+            (long long)atomic_load(&batches), (long long)atomic_load(&batched_sales));
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

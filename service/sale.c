@@ -1,16 +1,32 @@
-/* sale.c - The sale: read stock, decide, write stock, sold and the ledger, under a grant. */
+/* sale.c - The sale: read stock, decide, write stock, sold and the ledger, under a grant;
+ * with --combine, the sales of one item waiting in this process share one grant. */
 #include "service/service.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lua_scripts.h"
 
+const struct sale_result_info sale_results[SALE_RESULTS] = {
+    [SALE_OK] = { 200, NULL, "ok" },
+    [SALE_SOLD_OUT] = { 409, "sold_out", "sold_out" },
+    [SALE_LOCK_TIMEOUT] = { 503, "lock_timeout", "lock_timeout" },
+    [SALE_REDIS_DOWN] = { 503, "redis_unavailable", "redis_unavailable" },
+    [SALE_UNKNOWN_ITEM] = { 404, "unknown_item", "unknown_item" },
+    [SALE_BAD_STOCK] = { 500, "bad_stock", "bad_stock" },
+    [SALE_ERROR] = { 500, "error", "error" },
+};
+
 static struct lock_script probe_script = { "probe_enter", lua_probe_enter, "", 0 };
 static struct lock_script atomic_script = { "sale_atomic", lua_sale_atomic, "", 0 };
+static struct lock_script write_script = { "sale_write", lua_sale_write, "", 0 };
+
+enum { BATCH_MAX = 256 };
 
 /* Parses a whole decimal integer (optional '-'); 0 on success. */
 static int parse_stock(const char *s, long long *out)
@@ -24,31 +40,21 @@ static int parse_stock(const char *s, long long *out)
     return errno || *end != '\0' || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) ? -1 : 0;
 }
 
-static enum sale_result redis_down(struct sale_outcome *out)
+/* Checks a GET stock:{item} reply: SALE_OK with *stock set, or why not. */
+static enum sale_result stock_from_reply(const redisReply *r, const char *item, long long *stock,
+                                         char *msg, size_t msg_size)
 {
-    store_drop();
-    out->result = SALE_REDIS_DOWN;
-    return out->result;
-}
-
-/* Reads and checks stock:{item}; SALE_OK with *stock set, or why not. */
-static enum sale_result read_stock(redisContext *c, const char *item, long long *stock,
-                                   char *msg, size_t msg_size)
-{
-    redisReply *r = redisCommand(c, "GET stock:{%s}", item);
-    enum sale_result res = SALE_OK;
-
     if (r == NULL)
         return SALE_REDIS_DOWN;
     if (r->type == REDIS_REPLY_NIL) {
         snprintf(msg, msg_size, "no stock key stock:{%s}; set it with deploy/stock", item);
-        res = SALE_UNKNOWN_ITEM;
-    } else if (r->type != REDIS_REPLY_STRING || parse_stock(r->str, stock) != 0) {
-        snprintf(msg, msg_size, "stock:{%s} does not hold an integer", item);
-        res = SALE_BAD_STOCK;
+        return SALE_UNKNOWN_ITEM;
     }
-    freeReplyObject(r);
-    return res;
+    if (r->type != REDIS_REPLY_STRING || parse_stock(r->str, stock) != 0) {
+        snprintf(msg, msg_size, "stock:{%s} does not hold an integer", item);
+        return SALE_BAD_STOCK;
+    }
+    return SALE_OK;
 }
 
 enum sale_result inventory_read(const char *item, long long *stock, long long *sold, char *msg,
@@ -60,214 +66,418 @@ enum sale_result inventory_read(const char *item, long long *stock, long long *s
 
     if (c == NULL)
         return SALE_REDIS_DOWN;
-    res = read_stock(c, item, stock, msg, msg_size);
-    if (res == SALE_REDIS_DOWN)
-        store_drop();
-    if (res != SALE_OK)
-        return res;
-    r = redisCommand(c, "GET sold:{%s}", item);
+    r = redisCommand(c, "MGET stock:{%s} sold:{%s}", item, item);
     if (r == NULL) {
         store_drop();
         return SALE_REDIS_DOWN;
     }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        freeReplyObject(r);
+        snprintf(msg, msg_size, "MGET: unexpected reply");
+        return SALE_ERROR;
+    }
+    res = stock_from_reply(r->element[0], item, stock, msg, msg_size);
     *sold = 0;
-    if (r->type == REDIS_REPLY_STRING && parse_stock(r->str, sold) != 0)
+    if (r->element[1]->type == REDIS_REPLY_STRING && parse_stock(r->element[1]->str, sold) != 0)
         *sold = 0;
     freeReplyObject(r);
-    return SALE_OK;
+    return res;
 }
 
 /* Probe (faults only): enter adds this sale to probe:{item}; leave removes it. */
-static void probe_enter(redisContext *c, const char *item, const char *id)
+static void probe_enter(const char *item, const char *id)
 {
+    redisContext *c = store_conn();
     char probe[128], overlaps[128];
     const char *argv[] = { probe, overlaps, id };
     struct lock_error err;
-    redisReply *r;
 
+    if (c == NULL)
+        return;
     snprintf(probe, sizeof(probe), "probe:{%s}", item);
     snprintf(overlaps, sizeof(overlaps), "overlaps:{%s}", item);
-    r = lock_script_eval(c, &probe_script, 2, 1, argv, &err);
-    freeReplyObject(r);
+    freeReplyObject(lock_script_eval(c, &probe_script, 2, 1, argv, &err));
 }
 
-static void probe_leave(redisContext *c, const char *item, const char *id)
+static void probe_leave(const char *item, const char *id)
 {
-    freeReplyObject(redisCommand(c, "SREM probe:{%s} %s", item, id));
+    redisContext *c = store_conn();
+
+    if (c)
+        freeReplyObject(redisCommand(c, "SREM probe:{%s} %s", item, id));
 }
 
-/* The read-modify-write under the grant: GET, decide, (work), then one MULTI/EXEC. */
-static void sell_under_grant(redisContext *c, const struct sale_request *rq,
-                             const struct lock_grant *g, struct sale_outcome *out)
+static void set_all(struct sale_request **rqs, int n, enum sale_result res, const char *msg)
 {
-    static atomic_llong seq;
-    char probe_id[LOCK_OWNER_MAX + 96];
-    long long stock;
-    char remaining[32], token[32];
-    redisReply *r;
-    int ok = 1;
-
-    if (svc.faults) {
-        snprintf(probe_id, sizeof(probe_id), "%s:%s:%lld", svc.name, g->owner,
-                 (long long)atomic_fetch_add(&seq, 1));
-        probe_enter(c, rq->item, probe_id);
-    }
-    out->result = read_stock(c, rq->item, &stock, out->message, sizeof(out->message));
-    if (out->result != SALE_OK)
-        goto out_probe;
-    if (stock <= 0) {
-        out->result = SALE_SOLD_OUT;
-        out->remaining = 0;
-        goto out_probe;
-    }
-    if (rq->work_ms > 0)
-        lock_sleep_ms(rq->work_ms);
-
-    snprintf(remaining, sizeof(remaining), "%lld", stock - 1);
-    snprintf(token, sizeof(token), "%lld", g->token);
-    redisAppendCommand(c, "MULTI");
-    redisAppendCommand(c, "SET stock:{%s} %s", rq->item, remaining);
-    redisAppendCommand(c, "INCR sold:{%s}", rq->item);
-    redisAppendCommand(c, "XADD orders:{%s} * instance %s remaining %s token %s owner %s",
-                       rq->item, svc.name, remaining, token, g->owner);
-    redisAppendCommand(c, "EXEC");
-    for (int i = 0; i < 5; i++) {
-        if (redisGetReply(c, (void **)&r) != REDIS_OK) {
-            out->result = SALE_REDIS_DOWN;
-            return;
-        }
-        if (i == 4)
-            ok = r->type == REDIS_REPLY_ARRAY && r->elements == 3;
-        freeReplyObject(r);
-    }
-    if (!ok) {
-        out->result = SALE_ERROR;
-        snprintf(out->message, sizeof(out->message), "the sale's transaction failed");
-        goto out_probe;
-    }
-    out->result = SALE_OK;
-    out->remaining = stock - 1;
-    out->token = g->token;
-
-out_probe:
-    if (svc.faults && out->result != SALE_REDIS_DOWN)
-        probe_leave(c, rq->item, probe_id);
-}
-
-static void sale_atomic(redisContext *c, const struct sale_request *rq, struct sale_outcome *out)
-{
-    char keys[3][128];
-    const char *argv[] = { keys[0], keys[1], keys[2], svc.name };
-    struct lock_error err;
-    redisReply *r;
-
-    snprintf(keys[0], sizeof(keys[0]), "stock:{%s}", rq->item);
-    snprintf(keys[1], sizeof(keys[1]), "sold:{%s}", rq->item);
-    snprintf(keys[2], sizeof(keys[2]), "orders:{%s}", rq->item);
-    r = lock_script_eval(c, &atomic_script, 3, 1, argv, &err);
-    if (r == NULL) {
-        if (err.io) {
-            redis_down(out);
-        } else {
-            out->result = SALE_ERROR;
-            snprintf(out->message, sizeof(out->message), "%s", err.msg);
-        }
-        return;
-    }
-    if (r->type == REDIS_REPLY_INTEGER) {
-        out->result = r->integer < 0 ? SALE_SOLD_OUT : SALE_OK;
-        out->remaining = r->integer < 0 ? 0 : r->integer;
-    } else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "unknown_item")) {
-        out->result = SALE_UNKNOWN_ITEM;
-        snprintf(out->message, sizeof(out->message), "no stock key stock:{%s}; set it with deploy/stock", rq->item);
-    } else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "bad_stock")) {
-        out->result = SALE_BAD_STOCK;
-        snprintf(out->message, sizeof(out->message), "stock:{%s} does not hold an integer", rq->item);
-    } else {
-        out->result = SALE_ERROR;
-        snprintf(out->message, sizeof(out->message), "sale script: %s",
-                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    }
-    freeReplyObject(r);
-}
-
-/* Maps a failed acquire to the outcome. */
-static void acquire_failed(int st, const struct lock_error *err, struct sale_outcome *out)
-{
-    if (st == LOCK_TIMEOUT) {
-        out->result = SALE_LOCK_TIMEOUT;
-    } else if (err->io) {
-        redis_down(out);
-    } else {
-        out->result = SALE_ERROR;
-        snprintf(out->message, sizeof(out->message), "lock: %s", err->msg);
+    for (int i = 0; i < n; i++) {
+        rqs[i]->out.result = res;
+        if (msg)
+            snprintf(rqs[i]->out.message, sizeof(rqs[i]->out.message), "%s", msg);
     }
 }
 
 /* The helper the seeds' reentrancy test calls: takes the same lock and gives it back. */
-static int nested_helper(redisContext *c, const struct lock_grant *outer, struct sale_outcome *out)
+static int nested_helper(const struct lock_grant *outer, struct sale_request *rq)
 {
     struct lock_grant inner;
     struct lock_error err = { 0 };
-    int st = lock_acquire(svc_lock, c, outer->key, outer->owner, svc.wait_ms, &inner, &err);
+    int st = lock_acquire(svc_lock, outer->item, svc.wait_ms, &inner, NULL, &err);
 
     metrics_lock_wait(inner.waited_ms);
-    if (st != LOCK_OK) {
-        acquire_failed(st, &err, out);
-        return -1;
+    if (st == LOCK_OK) {
+        lock_release(svc_lock, &inner, NULL, &err);
+        return 0;
     }
-    if (lock_release(svc_lock, c, &inner, &err) == LOCK_ERROR && err.io)
-        store_drop();
-    return 0;
+    rq->out.result = st == LOCK_TIMEOUT ? SALE_LOCK_TIMEOUT : err.io ? SALE_REDIS_DOWN : SALE_ERROR;
+    snprintf(rq->out.message, sizeof(rq->out.message), "lock: %s", err.msg);
+    return -1;
 }
 
-void sale_run(const struct sale_request *rq, struct sale_outcome *out)
+/* Maps a failed acquire to every request of the batch. */
+static void acquire_failed(int st, const struct lock_error *err, struct sale_request **rqs, int n)
 {
-    static _Thread_local char owner[LOCK_OWNER_MAX];
-    redisContext *c = store_conn();
-    struct lock_grant g;
+    char msg[160];
+
+    if (st == LOCK_TIMEOUT) {
+        set_all(rqs, n, SALE_LOCK_TIMEOUT, NULL);
+    } else if (err->io) {
+        store_drop();
+        set_all(rqs, n, SALE_REDIS_DOWN, NULL);
+    } else {
+        snprintf(msg, sizeof(msg), "lock: %s", err->msg);
+        set_all(rqs, n, SALE_ERROR, msg);
+    }
+}
+
+/* The critical section, as a function of the grant and the n requests it serves: stock
+ * was read with the grant; sell min(n, stock), then the writes ride with the release.
+ * The first request's faults apply to the whole batch. Returns 1 when Redis had
+ * forgotten the write script (nothing was written): the caller sells again. */
+static int sell_under_grant(struct lock_grant *g, long long stock, struct sale_request **rqs,
+                            int n)
+{
+    static atomic_llong seq;
+    struct sale_request *lead = rqs[0];
+    struct lock_rider writes = { 0 };
     struct lock_error err = { 0 };
-    char key[LOCK_KEY_MAX];
-    int st;
+    char probe_id[LOCK_OWNER_MAX + 96], keys[3][96], nums[3][32];
+    const char *argv[] = { "EVALSHA", write_script.sha, "3", keys[0], keys[1], keys[2],
+                           nums[0], nums[1], svc.name, g->owner, nums[2] };
+    long long k = stock <= 0 ? 0 : stock < n ? stock : n;
+    int st, again = 0;
 
-    memset(out, 0, sizeof(*out));
+    if (svc.faults) {
+        snprintf(probe_id, sizeof(probe_id), "%s:%s:%lld", svc.name, g->owner,
+                 (long long)atomic_fetch_add(&seq, 1));
+        probe_enter(lead->item, probe_id);
+    }
+    if (lead->nested && nested_helper(g, lead) != 0) {
+        set_all(rqs, n, lead->out.result, lead->out.message);
+        k = 0;
+    } else if (k > 0 && lead->work_ms > 0) {
+        lock_sleep_ms(lead->work_ms);
+    }
+    if (k > 0) {
+        snprintf(keys[0], sizeof(keys[0]), "stock:{%s}", lead->item);
+        snprintf(keys[1], sizeof(keys[1]), "sold:{%s}", lead->item);
+        snprintf(keys[2], sizeof(keys[2]), "orders:{%s}", lead->item);
+        snprintf(nums[0], sizeof(nums[0]), "%lld", stock);
+        snprintf(nums[1], sizeof(nums[1]), "%lld", k);
+        snprintf(nums[2], sizeof(nums[2]), "%lld", g->token);
+        if (lock_rider_add_argv(&writes, 11, argv) != 0) {
+            set_all(rqs, n, SALE_ERROR, "out of memory");
+            k = 0;
+        }
+    }
+    if (svc.faults)
+        probe_leave(lead->item, probe_id);
+    for (int i = 0; i < n && lead->out.result == SALE_OK; i++) {
+        rqs[i]->out.result = i < k ? SALE_OK : SALE_SOLD_OUT;
+        rqs[i]->out.remaining = i < k ? stock - 1 - i : 0;
+        rqs[i]->out.token = g->token;
+    }
+    if (lock_grant_is_lost(svc_lock, g))
+        for (int i = 0; i < n; i++)
+            rqs[i]->out.lease_lost = 1;
+
+    g->release_gap_ms = lead->release_gap_ms;
+    st = lock_release(svc_lock, g, k > 0 ? &writes : NULL, &err);
+    if (st == LOCK_EXPIRED || st == LOCK_STOLEN)
+        for (int i = 0; i < n; i++)
+            rqs[i]->out.lease_lost = 1;
+    if (k > 0) {
+        redisReply *r = writes.replies[0];
+        if (r == NULL || (st == LOCK_ERROR && err.io)) {
+            store_drop();
+            set_all(rqs, n, SALE_REDIS_DOWN, NULL);
+        } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+            again = 1;
+        } else if (r->type != REDIS_REPLY_INTEGER || r->integer != k) {
+            set_all(rqs, n, SALE_ERROR, "the sale's write failed");
+        }
+    } else if (st == LOCK_ERROR && err.io) {
+        store_drop();
+    }
+    lock_rider_reset(&writes);
+    return again;
+}
+
+/* One grant for the first request, then the batch: the first request and, with
+ * --combine, the others take (called with the grant held, returns how many it added). */
+typedef int (*batch_fill_fn)(void *arg, struct sale_request **rqs, int room);
+
+static void sell_batch(struct sale_request *first, batch_fill_fn fill, void *arg,
+                       struct sale_request **rqs, int *n)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct lock_rider read = { 0 };
+        struct lock_error err = { 0 };
+        struct lock_grant g;
+        long long stock = 0;
+        redisContext *c;
+        int st;
+
+        if (!atomic_load(&write_script.loaded)) {
+            if ((c = store_conn()) == NULL || lock_script_load(c, &write_script, &err) != LOCK_OK) {
+                acquire_failed(LOCK_ERROR, &(struct lock_error){ .io = 1 }, &first, 1);
+                return;
+            }
+        }
+        lock_rider_add(&read, "GET stock:{%s}", first->item);
+        st = lock_acquire(svc_lock, first->item, svc.wait_ms, &g, &read, &err);
+        metrics_lock_wait(g.waited_ms);
+        *n = 1;
+        rqs[0] = first;
+        if (st != LOCK_OK) {
+            acquire_failed(st, &err, rqs, 1);
+            lock_rider_reset(&read);
+            return;
+        }
+        if (fill)
+            *n += fill(arg, rqs + 1, BATCH_MAX - 1);
+        for (int i = 0; i < *n; i++)
+            memset(&rqs[i]->out, 0, sizeof(rqs[i]->out));
+        char msg[160] = "";
+        enum sale_result res = stock_from_reply(read.replies[0], first->item, &stock, msg,
+                                                sizeof(msg));
+        lock_rider_reset(&read);
+        if (res != SALE_OK) {
+            set_all(rqs, *n, res, msg);
+            /* Nothing to write: give the lock back. */
+            if (lock_release(svc_lock, &g, NULL, &err) == LOCK_ERROR && err.io)
+                store_drop();
+            return;
+        }
+        metrics_batch(*n);
+        if (!sell_under_grant(&g, stock, rqs, *n))
+            return;
+        /* Redis had forgotten the write script (restarted): load it, sell again. */
+        atomic_store(&write_script.loaded, 0);
+    }
+    set_all(rqs, *n, SALE_REDIS_DOWN, NULL);
+}
+
+/* The atomic baseline: n sales of one item in one script, no lock. */
+static void sell_atomic(struct sale_request **rqs, int n)
+{
+    redisContext *c = store_conn();
+    const char *item = rqs[0]->item;
+    char keys[3][96], count[16];
+    const char *argv[] = { keys[0], keys[1], keys[2], svc.name, count };
+    struct lock_error err = { 0 };
+    redisReply *r;
+
     if (c == NULL) {
-        out->result = SALE_REDIS_DOWN;
+        set_all(rqs, n, SALE_REDIS_DOWN, NULL);
         return;
     }
-    if (svc.ops->is_atomic) {
-        sale_atomic(c, rq, out);
+    metrics_batch(n);
+    snprintf(keys[0], sizeof(keys[0]), "stock:{%s}", item);
+    snprintf(keys[1], sizeof(keys[1]), "sold:{%s}", item);
+    snprintf(keys[2], sizeof(keys[2]), "orders:{%s}", item);
+    snprintf(count, sizeof(count), "%d", n);
+    r = lock_script_eval(c, &atomic_script, 3, 2, argv, &err);
+    if (r == NULL) {
+        if (err.io)
+            store_drop();
+        set_all(rqs, n, err.io ? SALE_REDIS_DOWN : SALE_ERROR, err.io ? NULL : err.msg);
         return;
     }
-    if (owner[0] == '\0')
-        lock_owner_id(svc_lock, owner, sizeof(owner));
-    snprintf(key, sizeof(key), "lock:{%s}", rq->item);
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER) {
+        long long k = r->element[0]->integer, left = r->element[1]->integer;
+        for (int i = 0; i < n; i++) {
+            rqs[i]->out.result = i < k ? SALE_OK : SALE_SOLD_OUT;
+            rqs[i]->out.remaining = i < k ? left + k - 1 - i : 0;
+        }
+    } else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "unknown_item")) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "no stock key stock:{%s}; set it with deploy/stock", item);
+        set_all(rqs, n, SALE_UNKNOWN_ITEM, msg);
+    } else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "bad_stock")) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "stock:{%s} does not hold an integer", item);
+        set_all(rqs, n, SALE_BAD_STOCK, msg);
+    } else {
+        set_all(rqs, n, SALE_ERROR, r->type == REDIS_REPLY_ERROR ? r->str : "sale script: unexpected reply");
+    }
+    freeReplyObject(r);
+}
 
-    st = lock_acquire(svc_lock, c, key, owner, svc.wait_ms, &g, &err);
-    metrics_lock_wait(g.waited_ms);
-    if (st != LOCK_OK) {
-        acquire_failed(st, &err, out);
-        return;
-    }
-    if (rq->nested && nested_helper(c, &g, out) != 0)
-        goto out_release;
-    sell_under_grant(c, rq, &g, out);
+/* --- combining: the sales of one item waiting in this process share one grant. --- */
 
-out_release:
-    if (out->result == SALE_REDIS_DOWN) {
-        /* The connection is gone; a lease-based lock expires by itself. A local mutex
-         * must still be unlocked: it needs no connection. */
-        if (!svc.ops->uses_redis)
-            lock_release(svc_lock, NULL, &g, &err);
-        store_drop();
+/* A sale waiting in its item's line; lives on its thread's stack. */
+struct waiting_sale {
+    struct sale_request *rq;
+    pthread_cond_t cv;
+    int taken;                    /* a leader serves it now: it waits for the outcome */
+    int done;                     /* its outcome is set */
+    long long deadline_ms;        /* monotonic: it waits no longer than --wait-ms */
+    struct waiting_sale *next;
+};
+
+/* An item's line. Created on first use, kept for the process's life. */
+struct item_line {
+    char item[ITEM_MAX + 1];
+    pthread_mutex_t mu;           /* guards everything below */
+    struct waiting_sale *first, *last;
+    int serving;                  /* a leader is selling for this item now */
+    struct item_line *next;
+};
+
+static pthread_mutex_t lines_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct item_line *lines;   /* guarded by lines_mu; never freed */
+
+static struct item_line *line_for(const char *item)
+{
+    struct item_line *l;
+
+    pthread_mutex_lock(&lines_mu);
+    for (l = lines; l; l = l->next)
+        if (strcmp(l->item, item) == 0)
+            break;
+    if (l == NULL && (l = calloc(1, sizeof(*l))) != NULL) {
+        snprintf(l->item, sizeof(l->item), "%s", item);
+        pthread_mutex_init(&l->mu, NULL);
+        l->next = lines;
+        lines = l;
+    }
+    pthread_mutex_unlock(&lines_mu);
+    return l;
+}
+
+static void line_remove(struct item_line *l, struct waiting_sale *w)
+{
+    struct waiting_sale *prev = NULL;
+
+    for (struct waiting_sale **p = &l->first; *p; prev = *p, p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            if (l->last == w)
+                l->last = prev;
+            return;
+        }
+}
+
+/* Takes up to room sales from the front of the line whose time has not run out. */
+static int take_waiting(void *arg, struct sale_request **rqs, int room)
+{
+    struct item_line *l = arg;
+    long long now = lock_now_ms();
+    int n = 0;
+
+    if (room > svc.combine - 1)
+        room = svc.combine - 1;
+    pthread_mutex_lock(&l->mu);
+    for (struct waiting_sale *w = l->first; w && n < room; w = w->next)
+        if (w->deadline_ms > now && !w->taken) {
+            w->taken = 1;
+            rqs[n++] = w->rq;
+        }
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+static void sell_combined(struct sale_request *rq)
+{
+    struct item_line *l = line_for(rq->item);
+    struct sale_request *batch[BATCH_MAX];
+    struct waiting_sale w = { .rq = rq };
+    pthread_condattr_t attr;
+    int n = 0;
+
+    if (l == NULL) {
+        rq->out.result = SALE_ERROR;
+        snprintf(rq->out.message, sizeof(rq->out.message), "out of memory");
         return;
     }
-    if (lock_grant_is_lost(&g))
-        out->lease_lost = 1;
-    g.release_gap_ms = rq->release_gap_ms;
-    st = lock_release(svc_lock, c, &g, &err);
-    if (st == LOCK_NOT_OWNER)
-        out->lease_lost = 1;
-    else if (st == LOCK_ERROR && err.io)
-        store_drop();
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&w.cv, &attr);
+    pthread_condattr_destroy(&attr);
+    w.deadline_ms = lock_now_ms() + svc.wait_ms;
+
+    pthread_mutex_lock(&l->mu);
+    if (l->last)
+        l->last->next = &w;
+    else
+        l->first = &w;
+    l->last = &w;
+    /* Wait until served by a leader, or first in line with no leader: then lead. */
+    while (!w.done && (w.taken || l->serving || l->first != &w)) {
+        struct timespec ts = { w.deadline_ms / 1000, (w.deadline_ms % 1000) * 1000000L };
+        if (w.taken) {
+            pthread_cond_wait(&w.cv, &l->mu); /* served within the leader's grant */
+        } else if (pthread_cond_timedwait(&w.cv, &l->mu, &ts) == ETIMEDOUT &&
+                   !w.taken && (l->serving || l->first != &w)) {
+            line_remove(l, &w);
+            rq->out.result = SALE_LOCK_TIMEOUT;
+            atomic_fetch_add(&svc_lock->timeouts, 1);
+            goto out_unlock;
+        }
+    }
+    if (w.done)
+        goto out_unlock;
+    l->serving = 1;
+    line_remove(l, &w);
+    pthread_mutex_unlock(&l->mu);
+
+    if (svc.atomic) {
+        batch[0] = rq;
+        n = 1 + take_waiting(l, batch + 1, BATCH_MAX - 1);
+        sell_atomic(batch, n);
+    } else {
+        sell_batch(rq, take_waiting, l, batch, &n);
+    }
+
+    pthread_mutex_lock(&l->mu);
+    /* The batch's others are still in the line, untouched until now: answer them. */
+    for (struct waiting_sale *o = l->first, *next; o; o = next) {
+        next = o->next;
+        if (o->taken) {
+            line_remove(l, o);
+            o->done = 1;
+            pthread_cond_signal(&o->cv);
+        }
+    }
+    l->serving = 0;
+    if (l->first)
+        pthread_cond_signal(&l->first->cv);
+out_unlock:
+    pthread_mutex_unlock(&l->mu);
+    pthread_cond_destroy(&w.cv);
+}
+
+void sale_run(struct sale_request *rq)
+{
+    struct sale_request *batch[BATCH_MAX];
+    int n;
+
+    memset(&rq->out, 0, sizeof(rq->out));
+    if (svc.combine > 1)
+        sell_combined(rq);
+    else if (svc.atomic)
+        sell_atomic(&rq, 1);
+    else
+        sell_batch(rq, NULL, NULL, batch, &n);
 }

@@ -6,7 +6,7 @@
 
 #include "lock/lock.h"
 
-#define ITEM_MAX 64
+#define ITEM_MAX LOCK_ITEM_MAX
 
 /* Set once by main() before any other thread starts; read-only afterwards. */
 struct service_config {
@@ -14,7 +14,11 @@ struct service_config {
     int port;
     char redis_host[256];
     int redis_port;
-    const struct lock_ops *ops;
+    const struct lock_ops *ops;  /* the lock; `none` for the atomic baseline */
+    const char *version;         /* the name answers and metrics show ("v8", "atomic") */
+    int atomic;                  /* the atomic baseline: the whole sale is one script */
+    enum lock_wait wait;         /* as asked (LOCK_WAIT_DEFAULT: the version's) */
+    int combine;                 /* sales served under one grant, at most (1: off) */
     long ttl_ms, wait_ms, retry_ms;
     int faults;                 /* teaching faults and the mutual-exclusion probe allowed */
     int max_conns;
@@ -24,26 +28,30 @@ struct service_config {
 extern struct service_config svc;
 extern struct lock_client *svc_lock;   /* created by main(); shared by all threads */
 
-/* log.c-style one-line events on stderr: time, level, instance, message. */
+/* One-line events on stderr: time, level, instance, message. */
 void log_event(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* store.c - the calling thread's own Redis connection (a redisContext is not thread-safe).
- * store_conn() returns it, connecting or reconnecting as needed; NULL when Redis is
- * unreachable. store_drop() forgets it after an I/O error, so the next call reconnects. */
+/* store.c - the calling thread's Redis connection, owned by the lock library (a
+ * redisContext is not thread-safe). store_conn() returns it, connecting or reconnecting
+ * as needed; NULL when Redis is unreachable. store_drop() forgets it after an I/O error. */
 redisContext *store_conn(void);
 void store_drop(void);
+/* 1 when Redis answers PING on this thread's connection. */
+int store_ping(void);
 
 /* sale.c */
 enum sale_result {
     SALE_OK, SALE_SOLD_OUT, SALE_LOCK_TIMEOUT, SALE_REDIS_DOWN, SALE_UNKNOWN_ITEM,
     SALE_BAD_STOCK, SALE_ERROR, SALE_RESULTS
 };
-struct sale_request {
-    const char *item;
-    long work_ms;           /* fault: sleep between reading and writing stock */
-    long release_gap_ms;    /* fault: sleep inside release */
-    int nested;             /* fault: take the same lock again inside the sale */
+/* Each result's answer and metric label, in one table. */
+struct sale_result_info {
+    unsigned http_status;
+    const char *error;      /* the answer's "error" (NULL for a sale) */
+    const char *metric;     /* inventory_sales_total{result=...} */
 };
+extern const struct sale_result_info sale_results[SALE_RESULTS];
+
 struct sale_outcome {
     enum sale_result result;
     long long remaining;
@@ -51,18 +59,25 @@ struct sale_outcome {
     int lease_lost;         /* the lock said our lease was gone by the time we released */
     char message[192];
 };
-void sale_run(const struct sale_request *rq, struct sale_outcome *out);
+struct sale_request {
+    const char *item;
+    long work_ms;           /* fault: sleep between reading and writing stock */
+    long release_gap_ms;    /* fault: sleep inside release */
+    int nested;             /* fault: take the same lock again inside the sale */
+    struct sale_outcome out;
+};
+/* Serves rq: alone, or in a batch with other sales of its item (--combine). */
+void sale_run(struct sale_request *rq);
 /* Reads stock and sold; SALE_OK, SALE_UNKNOWN_ITEM, SALE_BAD_STOCK or SALE_REDIS_DOWN. */
 enum sale_result inventory_read(const char *item, long long *stock, long long *sold, char *msg,
                                 size_t msg_size);
-/* 1 when Redis answers PING on this thread's connection. */
-int store_ping(void);
 
 /* metrics.c - counters updated atomically by any thread. */
 void metrics_sale(enum sale_result r);
 void metrics_bad_request(void);
 void metrics_in_flight(int delta);
 void metrics_lock_wait(long long waited_ms);
+void metrics_batch(int n);
 /* Renders the Prometheus text; the caller frees it. NULL when out of memory. */
 char *metrics_render(size_t *len);
 

@@ -1,23 +1,10 @@
-/* store.c - One Redis connection per thread, reconnected after Redis comes back. */
+/* store.c - The thread's Redis connection (the lock library's), with one log line when
+ * Redis goes away and one when it comes back. */
 #include "service/service.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 
-static pthread_key_t conn_key;
-static pthread_once_t conn_once = PTHREAD_ONCE_INIT;
 static atomic_int redis_down;   /* 1 after a failure was logged, until a connect succeeds */
-
-static void conn_free(void *c)
-{
-    redisFree(c);
-}
-
-static void conn_key_create(void)
-{
-    pthread_key_create(&conn_key, conn_free);
-}
 
 static void note_down(const char *why)
 {
@@ -27,41 +14,22 @@ static void note_down(const char *why)
 
 redisContext *store_conn(void)
 {
-    redisContext *c;
-    struct timeval connect_tv = { 1, 0 }, cmd_tv = { 5, 0 };
+    struct lock_error err = { 0 };
+    redisContext *c = lock_redis(svc_lock, &err);
 
-    pthread_once(&conn_once, conn_key_create);
-    c = pthread_getspecific(conn_key);
-    if (c && !c->err)
-        return c;
-    if (c) {
-        redisFree(c);
-        pthread_setspecific(conn_key, NULL);
-    }
-    c = redisConnectWithTimeout(svc.redis_host, svc.redis_port, connect_tv);
-    if (c == NULL || c->err) {
-        note_down(c ? c->errstr : "out of memory");
-        redisFree(c);
+    if (c == NULL) {
+        note_down(err.msg);
         return NULL;
     }
-    redisSetTimeout(c, cmd_tv);
-    pthread_setspecific(conn_key, c);
-    if (atomic_exchange(&redis_down, 0))
+    if (atomic_load(&redis_down) && atomic_exchange(&redis_down, 0))
         log_event("INFO", "redis %s:%d reachable again", svc.redis_host, svc.redis_port);
     return c;
 }
 
 void store_drop(void)
 {
-    redisContext *c;
-
-    pthread_once(&conn_once, conn_key_create);
-    c = pthread_getspecific(conn_key);
-    if (c) {
-        note_down(c->err ? c->errstr : "connection dropped");
-        redisFree(c);
-        pthread_setspecific(conn_key, NULL);
-    }
+    note_down("connection dropped");
+    lock_redis_drop(svc_lock);
 }
 
 int store_ping(void)

@@ -14,6 +14,7 @@
 
 static int redis_port;
 static const char *KEY = "lock:{test}";
+static const char *ITEM = "test";
 
 static redisContext *connect_redis(void)
 {
@@ -27,7 +28,7 @@ static redisContext *connect_redis(void)
 
 static struct lock_client *client(const char *version, long ttl_ms, const char *instance)
 {
-    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, 5, instance };
+    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, 5, instance, LOCK_WAIT_DEFAULT };
     struct lock_error err;
     struct lock_client *lc = lock_client_create(lock_find(version), &cfg, &err);
     if (lc == NULL) {
@@ -55,16 +56,12 @@ struct rival { struct lock_client *lc; long wait_ms; int status; };
 static void *rival_main(void *arg)
 {
     struct rival *rv = arg;
-    redisContext *c = connect_redis();
     struct lock_grant g;
     struct lock_error err;
-    char owner[LOCK_OWNER_MAX];
 
-    lock_owner_id(rv->lc, owner, sizeof(owner));
-    rv->status = lock_acquire(rv->lc, c, KEY, owner, rv->wait_ms, &g, &err);
+    rv->status = lock_acquire(rv->lc, ITEM, rv->wait_ms, &g, NULL, &err);
     if (rv->status == LOCK_OK)
-        lock_release(rv->lc, c, &g, &err);
-    redisFree(c);
+        lock_release(rv->lc, &g, NULL, &err);
     return NULL;
 }
 
@@ -86,8 +83,13 @@ static void test_registry(void)
     test_cond("registry: unknown version is NULL", lock_find("v9") == NULL && lock_find("") == NULL);
     int n = 0;
     for (const struct lock_ops *const *v = lock_versions(); *v; v++)
-        n += (*v)->title != NULL && (*v)->flaw != NULL;
-    test_cond("registry lists ten versions with title and flaw", n == 10);
+        n += (*v)->title != NULL && (*v)->flaw != NULL && (*v)->try_acquire && (*v)->release;
+    /* v1-v8 and none; the atomic baseline is the service's (it takes no lock). */
+    test_cond("registry lists nine locks with title, flaw and a store", n == 9);
+    test_cond("registry: v8 waits by notify and keeps its lease alive",
+              lock_find("v8")->wait == LOCK_WAIT_NOTIFY && lock_find("v8")->keepalive);
+    test_cond("registry: v3-v7 poll, as the seeds do",
+              lock_find("v3")->wait == LOCK_WAIT_POLL && lock_find("v7")->wait == LOCK_WAIT_POLL);
 }
 
 /* Acquire, release, mutual exclusion; the key is there while held and gone after. */
@@ -98,13 +100,11 @@ static void test_basic(const char *version)
     struct lock_client *lc = client(version, 5000, "test-a");
     struct lock_grant g;
     struct lock_error err;
-    char owner[LOCK_OWNER_MAX];
-    int uses_redis = lc->ops->uses_redis;
+    int uses_redis = lc->ops->remote;
 
     key_del(c);
-    lock_owner_id(lc, owner, sizeof(owner));
     snprintf(d, sizeof(d), "%s: acquire", version);
-    test_cond(d, lock_acquire(lc, c, KEY, owner, 1000, &g, &err) == LOCK_OK);
+    test_cond(d, lock_acquire(lc, ITEM, 1000, &g, NULL, &err) == LOCK_OK);
     if (uses_redis) {
         snprintf(d, sizeof(d), "%s: the lock key exists while held", version);
         test_cond(d, key_exists(c));
@@ -112,7 +112,7 @@ static void test_basic(const char *version)
     snprintf(d, sizeof(d), "%s: another owner waits and times out", version);
     test_cond(d, rival_try(lc, 150) == LOCK_TIMEOUT);
     snprintf(d, sizeof(d), "%s: release", version);
-    test_cond(d, lock_release(lc, c, &g, &err) == LOCK_OK);
+    test_cond(d, lock_release(lc, &g, NULL, &err) == LOCK_OK);
     if (uses_redis) {
         snprintf(d, sizeof(d), "%s: the lock key is gone after release", version);
         test_cond(d, !key_exists(c));
@@ -134,18 +134,18 @@ static void test_ttls(void)
 
     struct lock_client *lc = client("v3", 300, "test-a");
     key_del(c);
-    lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+    lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
     test_cond("v3: the lock key has no TTL", key_pttl(c) == -1);
     lock_sleep_ms(500);
     test_cond("v3: the key is still there after the would-be TTL", key_exists(c));
-    lock_release(lc, c, &g, &err);
+    lock_release(lc, &g, NULL, &err);
     lock_client_destroy(lc);
 
     for (int i = 0; expiring[i]; i++) {
         char d[128];
         lc = client(expiring[i], 300, "test-a");
         key_del(c);
-        lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+        lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
         long long pttl = key_pttl(c);
         snprintf(d, sizeof(d), "%s: the lock key has a TTL of at most ttl-ms", expiring[i]);
         test_cond(d, pttl > 0 && pttl <= 300);
@@ -153,7 +153,7 @@ static void test_ttls(void)
         snprintf(d, sizeof(d), "%s: the lock key expires by itself", expiring[i]);
         test_cond(d, !key_exists(c));
         snprintf(d, sizeof(d), "%s: the grant reports its lease lost", expiring[i]);
-        test_cond(d, lock_grant_is_lost(&g));
+        test_cond(d, lock_grant_is_lost(lc, &g));
         lock_client_destroy(lc);
     }
     redisFree(c);
@@ -171,24 +171,23 @@ static void test_foreign_release(void)
         char d[128];
         struct lock_client *lc = client(safe[i], 5000, "test-a");
         key_del(c);
-        lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+        lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
         other = g;
         strcpy(other.owner, "test-b:1");
-        other.lease = NULL;
         snprintf(d, sizeof(d), "%s: a release by a non-owner is refused", safe[i]);
-        test_cond(d, lock_release(lc, c, &other, &err) == LOCK_NOT_OWNER);
+        test_cond(d, lock_release(lc, &other, NULL, &err) == LOCK_STOLEN);
         snprintf(d, sizeof(d), "%s: ... and the owner's key stays", safe[i]);
         test_cond(d, key_exists(c));
-        lock_release(lc, c, &g, &err);
+        lock_release(lc, &g, NULL, &err);
         lock_client_destroy(lc);
     }
 
     struct lock_client *lc = client("v4", 5000, "test-a");
     key_del(c);
-    lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+    lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
     other = g;
     strcpy(other.owner, "test-b:1");
-    lock_release(lc, c, &other, &err);
+    lock_release(lc, &other, NULL, &err);
     test_cond("v4 (flaw): a release by a non-owner deletes the owner's key", !key_exists(c));
     lock_client_destroy(lc);
     redisFree(c);
@@ -202,15 +201,15 @@ static void test_reentrancy(void)
 
     struct lock_client *lc = client("v7", 5000, "test-a");
     key_del(c);
-    test_cond("v7: outer acquire", lock_acquire(lc, c, KEY, "test-a:1", 1000, &outer, &err) == LOCK_OK && outer.depth == 1);
+    test_cond("v7: outer acquire", lock_acquire(lc, ITEM, 1000, &outer, NULL, &err) == LOCK_OK && outer.depth == 1);
     test_cond("v7: nested acquire by the same owner is granted at once",
-              lock_acquire(lc, c, KEY, "test-a:1", 1000, &inner, &err) == LOCK_OK && inner.depth == 2 && inner.waited_ms < 500);
-    redisReply *r = redisCommand(c, "HGET %s %s", KEY, "test-a:1");
+              lock_acquire(lc, ITEM, 1000, &inner, NULL, &err) == LOCK_OK && inner.depth == 2 && inner.waited_ms < 500);
+    redisReply *r = redisCommand(c, "HGET %s %s", KEY, outer.owner);
     test_cond("v7: the hash counts two holds", r && r->type == REDIS_REPLY_STRING && strcmp(r->str, "2") == 0);
     freeReplyObject(r);
-    test_cond("v7: first release", lock_release(lc, c, &inner, &err) == LOCK_OK);
+    test_cond("v7: first release", lock_release(lc, &inner, NULL, &err) == LOCK_OK);
     test_cond("v7: the key stays after the first release", key_exists(c));
-    test_cond("v7: second release", lock_release(lc, c, &outer, &err) == LOCK_OK);
+    test_cond("v7: second release", lock_release(lc, &outer, NULL, &err) == LOCK_OK);
     test_cond("v7: the key is gone after the second release", !key_exists(c));
     lock_client_destroy(lc);
 
@@ -219,12 +218,12 @@ static void test_reentrancy(void)
         char d[128];
         lc = client(flat[i], 5000, "test-a");
         key_del(c);
-        lock_acquire(lc, c, KEY, "test-a:1", 1000, &outer, &err);
+        lock_acquire(lc, ITEM, 1000, &outer, NULL, &err);
         long long t0 = lock_now_ms();
-        int st = lock_acquire(lc, c, KEY, "test-a:1", 300, &inner, &err);
+        int st = lock_acquire(lc, ITEM, 300, &inner, NULL, &err);
         snprintf(d, sizeof(d), "%s (flaw): a nested acquire waits on itself and times out", flat[i]);
         test_cond(d, st == LOCK_TIMEOUT && lock_now_ms() - t0 >= 250);
-        lock_release(lc, c, &outer, &err);
+        lock_release(lc, &outer, NULL, &err);
         lock_client_destroy(lc);
     }
     redisFree(c);
@@ -238,27 +237,27 @@ static void test_watchdog(void)
 
     struct lock_client *lc = client("v8", 900, "test-a");
     key_del(c);
-    lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+    lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
     lock_sleep_ms(2500);
     test_cond("v8: the key outlives its TTL while held", key_exists(c));
     test_cond("v8: the watchdog renewed it", atomic_load(&lc->renewals) >= 2);
-    test_cond("v8: the lease is not lost", !lock_grant_is_lost(&g));
-    test_cond("v8: release", lock_release(lc, c, &g, &err) == LOCK_OK && !key_exists(c));
+    test_cond("v8: the lease is not lost", !lock_grant_is_lost(lc, &g));
+    test_cond("v8: release", lock_release(lc, &g, NULL, &err) == LOCK_OK && !key_exists(c));
 
     /* After release nothing renews: a look-alike key with our owner expires. */
-    freeReplyObject(redisCommand(c, "HSET %s test-a:1 1", KEY));
+    freeReplyObject(redisCommand(c, "HSET %s %s 1", KEY, g.owner));
     freeReplyObject(redisCommand(c, "PEXPIRE %s 500", KEY));
     long long renewals = atomic_load(&lc->renewals);
     lock_sleep_ms(1500);
     test_cond("v8: after release the watchdog renews nothing", !key_exists(c) && atomic_load(&lc->renewals) == renewals);
 
     /* Someone else takes the key: the renewal is refused and the holder is told. */
-    lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+    lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
     key_del(c);
     freeReplyObject(redisCommand(c, "HSET %s test-b:1 1", KEY));
     lock_sleep_ms(1000);
-    test_cond("v8: a refused renewal marks the lease lost", lock_grant_is_lost(&g) && atomic_load(&lc->lost_leases) >= 1);
-    test_cond("v8: the taken lock is not released by the loser", lock_release(lc, c, &g, &err) == LOCK_NOT_OWNER && key_exists(c));
+    test_cond("v8: a refused renewal marks the lease lost", lock_grant_is_lost(lc, &g) && atomic_load(&lc->lost_leases) >= 1);
+    test_cond("v8: the taken lock is not released by the loser", lock_release(lc, &g, NULL, &err) == LOCK_EXPIRED && key_exists(c));
     lock_client_destroy(lc);
 
     /* A dead holder: its process is killed, nothing renews, the key expires. */
@@ -268,9 +267,8 @@ static void test_watchdog(void)
         exit(2);
     pid_t pid = fork();
     if (pid == 0) {
-        redisContext *cc = connect_redis();
         struct lock_client *child = client("v8", 900, "test-dead");
-        char ok = lock_acquire(child, cc, KEY, "test-dead:1", 1000, &g, &err) == LOCK_OK ? 'y' : 'n';
+        char ok = lock_acquire(child, ITEM, 1000, &g, NULL, &err) == LOCK_OK ? 'y' : 'n';
         if (write(fds[1], &ok, 1) != 1)
             _exit(1);
         for (;;)
@@ -296,10 +294,8 @@ struct releaser { struct lock_client *lc; struct lock_grant g; int status; };
 static void *releaser_main(void *arg)
 {
     struct releaser *rl = arg;
-    redisContext *c = connect_redis();
     struct lock_error err;
-    rl->status = lock_release(rl->lc, c, &rl->g, &err);
-    redisFree(c);
+    rl->status = lock_release(rl->lc, &rl->g, NULL, &err);
     return NULL;
 }
 
@@ -308,31 +304,33 @@ static void test_release_gap(const char *version, int expect_foreign_delete)
     char d[160];
     redisContext *c = connect_redis();
     struct lock_client *lc = client(version, 1000, "test-a");
+    struct lock_client *lc_b = client(version, 1000, "test-b"); /* another process */
     struct releaser rl = { .lc = lc, .status = -1 };
     struct lock_grant b;
     struct lock_error err;
     pthread_t t;
 
     key_del(c);
-    lock_acquire(lc, c, KEY, "test-a:1", 1000, &rl.g, &err);
+    lock_acquire(lc, ITEM, 1000, &rl.g, NULL, &err);
     rl.g.release_gap_ms = 1600;
     pthread_create(&t, NULL, releaser_main, &rl); /* v5 checks ownership now, acts at 1.6 s */
     lock_sleep_ms(1200);                           /* A's 1 s lease has run out; B's runs to 2.2 s */
-    int got = lock_acquire(lc, c, KEY, "test-b:1", 1000, &b, &err);
+    int got = lock_acquire(lc_b, ITEM, 1000, &b, NULL, &err);
     pthread_join(t, NULL);
     int b_key = key_exists(c);
-    int b_release = lock_release(lc, c, &b, &err);
+    int b_release = lock_release(lc_b, &b, NULL, &err);
     if (expect_foreign_delete) {
         snprintf(d, sizeof(d), "%s (flaw): the late release deletes the next holder's lock", version);
         test_cond(d, got == LOCK_OK && !b_key);
         snprintf(d, sizeof(d), "%s (flaw): the next holder finds its lock stolen", version);
-        test_cond(d, b_release == LOCK_NOT_OWNER && atomic_load(&lc->stolen) == 1);
+        test_cond(d, b_release == LOCK_STOLEN && atomic_load(&lc_b->stolen) == 1);
     } else {
         snprintf(d, sizeof(d), "%s: the late release leaves the next holder's lock alone", version);
-        test_cond(d, got == LOCK_OK && b_key && rl.status == LOCK_NOT_OWNER);
+        test_cond(d, got == LOCK_OK && b_key && rl.status == LOCK_EXPIRED);
         snprintf(d, sizeof(d), "%s: nothing is stolen", version);
-        test_cond(d, b_release == LOCK_OK && atomic_load(&lc->stolen) == 0);
+        test_cond(d, b_release == LOCK_OK && atomic_load(&lc_b->stolen) == 0);
     }
+    lock_client_destroy(lc_b);
     lock_client_destroy(lc);
     redisFree(c);
 }
@@ -345,15 +343,16 @@ static void test_scripts_and_errors(void)
     struct lock_error err;
 
     key_del(c);
-    lock_acquire(lc, c, KEY, "test-a:1", 1000, &g, &err);
+    lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
     freeReplyObject(redisCommand(c, "SCRIPT FLUSH"));
-    test_cond("scripts are loaded again after SCRIPT FLUSH (NOSCRIPT)", lock_release(lc, c, &g, &err) == LOCK_OK && !key_exists(c));
+    test_cond("scripts are loaded again after SCRIPT FLUSH (NOSCRIPT)", lock_release(lc, &g, NULL, &err) == LOCK_OK && !key_exists(c));
 
-    redisContext *dead = redisConnect("127.0.0.1", 1);
+    lock_client_destroy(lc);
+    struct lock_config cfg = { "127.0.0.1", 1, 5000, 5, "test-a", LOCK_WAIT_DEFAULT };
+    lc = lock_client_create(lock_find("v7"), &cfg, &err);
     memset(&err, 0, sizeof(err));
     test_cond("an unreachable Redis gives LOCK_ERROR with io set",
-              lock_acquire(lc, dead, KEY, "test-a:1", 100, &g, &err) == LOCK_ERROR && err.io == 1 && err.msg[0]);
-    redisFree(dead);
+              lc && lock_acquire(lc, ITEM, 100, &g, NULL, &err) == LOCK_ERROR && err.io == 1 && err.msg[0]);
     lock_client_destroy(lc);
     redisFree(c);
 }

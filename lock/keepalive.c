@@ -1,0 +1,204 @@
+/* keepalive.c - The watchdog: one thread renewing every held lease each ttl/3, for any
+ * store that can renew. A whole-process pause (SIGSTOP, GC) stops it too: v8's flaw. */
+#include "lock/internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* One held lock as the watchdog sees it: one entry per key and owner, however deep the
+ * nesting. Fields other than lost and valid_until_ms are guarded by watchdog.mu. */
+struct lease {
+    struct lock_grant g;        /* key and owner, for the store's renew */
+    int holds;                  /* grants in this process not yet released */
+    int pins;                   /* renewals in progress (the watchdog is using it) */
+    atomic_int lost;            /* renewal refused (not ours any more) or time ran out */
+    atomic_llong valid_until_ms;
+    struct lease *next;
+};
+
+/* Started by init, stopped by destroy. Its thread has its own connection (lock_redis). */
+struct watchdog {
+    struct lock_client *lc;
+    pthread_t thread;
+    pthread_mutex_t mu;         /* guards leases, stopping */
+    pthread_cond_t cv;
+    struct lease *leases;
+    int stopping;
+};
+
+static struct lease *lease_find(struct watchdog *w, const struct lock_grant *g)
+{
+    for (struct lease *l = w->leases; l; l = l->next)
+        if (strcmp(l->g.key, g->key) == 0 && strcmp(l->g.owner, g->owner) == 0)
+            return l;
+    return NULL;
+}
+
+static void lease_unlink_free(struct watchdog *w, struct lease *lease)
+{
+    for (struct lease **p = &w->leases; *p; p = &(*p)->next)
+        if (*p == lease) {
+            *p = lease->next;
+            break;
+        }
+    free(lease);
+}
+
+/* Renews one lease with the store's renew. */
+static void renew_one(struct watchdog *w, struct lease *lease)
+{
+    struct lock_client *lc = w->lc;
+    struct lock_error err = { 0 };
+    long long sent = lock_now_ms();
+    int st = lc->ops->renew(lc, &lease->g, &err);
+
+    if (st == LOCK_OK) {
+        atomic_store(&lease->valid_until_ms, sent + lc->cfg.ttl_ms);
+        atomic_fetch_add(&lc->renewals, 1);
+    } else if (st == LOCK_NOT_OWNER) {
+        /* The lock no longer holds us: the lease ran out and someone else may hold it. */
+        if (!atomic_exchange(&lease->lost, 1))
+            atomic_fetch_add(&lc->lost_leases, 1);
+    } else {
+        /* Redis did not answer: the lease is good only until its time runs out. */
+        if (err.io)
+            lock_redis_drop(lc);
+        if (lock_now_ms() >= atomic_load(&lease->valid_until_ms))
+            atomic_store(&lease->lost, 1);
+    }
+}
+
+static void *watchdog_main(void *arg)
+{
+    struct watchdog *w = arg;
+    long period = w->lc->cfg.ttl_ms / 3 > 0 ? w->lc->cfg.ttl_ms / 3 : 1;
+    struct timespec until;
+
+    pthread_mutex_lock(&w->mu);
+    while (!w->stopping) {
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += period / 1000;
+        until.tv_nsec += (period % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        /* Sleeps a full period, or until stopped; with nothing held it issues no command. */
+        while (!w->stopping && pthread_cond_timedwait(&w->cv, &w->mu, &until) != ETIMEDOUT)
+            ;
+        if (w->stopping)
+            break;
+        for (struct lease *lease = w->leases, *next; lease; lease = next) {
+            if (atomic_load(&lease->lost)) {
+                next = lease->next;
+                continue;
+            }
+            /* Pinned, the lease outlives a release while the mutex is let go for I/O. */
+            lease->pins++;
+            pthread_mutex_unlock(&w->mu);
+            renew_one(w, lease);
+            pthread_mutex_lock(&w->mu);
+            lease->pins--;
+            next = lease->next;
+            if (lease->holds == 0 && lease->pins == 0)
+                lease_unlink_free(w, lease);
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+int lock_keepalive_init(struct lock_client *lc, struct lock_error *err)
+{
+    struct watchdog *w = calloc(1, sizeof(*w));
+
+    if (w == NULL)
+        return lock_fail(err, NULL, "out of memory");
+    w->lc = lc;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (pthread_create(&w->thread, NULL, watchdog_main, w) != 0) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+        return lock_fail(err, NULL, "cannot start the watchdog thread");
+    }
+    lc->keepalive_state = w;
+    return LOCK_OK;
+}
+
+void lock_keepalive_destroy(struct lock_client *lc)
+{
+    struct watchdog *w = lc->keepalive_state;
+
+    pthread_mutex_lock(&w->mu);
+    w->stopping = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    while (w->leases)
+        lease_unlink_free(w, w->leases);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+/* Out of memory leaves the grant unrenewed: then it is plain v7. */
+void lock_keepalive_hold(struct lock_client *lc, const struct lock_grant *g)
+{
+    struct watchdog *w = lc->keepalive_state;
+    struct lease *lease;
+
+    pthread_mutex_lock(&w->mu);
+    lease = lease_find(w, g);
+    if (lease == NULL && (lease = calloc(1, sizeof(*lease))) != NULL) {
+        strcpy(lease->g.key, g->key);
+        strcpy(lease->g.owner, g->owner);
+        lease->next = w->leases;
+        w->leases = lease;
+    }
+    if (lease) {
+        lease->holds++;
+        atomic_store(&lease->lost, 0);
+        atomic_store(&lease->valid_until_ms, g->valid_until_ms);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+int lock_keepalive_drop(struct lock_client *lc, struct lock_grant *g)
+{
+    struct watchdog *w = lc->keepalive_state;
+    struct lease *lease;
+    int lost = 0;
+
+    pthread_mutex_lock(&w->mu);
+    lease = lease_find(w, g);
+    if (lease) {
+        g->valid_until_ms = atomic_load(&lease->valid_until_ms);
+        lost = atomic_load(&lease->lost);
+        if (--lease->holds == 0 && lease->pins == 0)
+            lease_unlink_free(w, lease);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return lost;
+}
+
+int lock_keepalive_is_lost(struct lock_client *lc, const struct lock_grant *g)
+{
+    struct watchdog *w = lc->keepalive_state;
+    struct lease *lease;
+    long long until = g->valid_until_ms;
+    int lost = 0;
+
+    pthread_mutex_lock(&w->mu);
+    lease = lease_find(w, g);
+    if (lease) {
+        lost = atomic_load(&lease->lost);
+        until = atomic_load(&lease->valid_until_ms);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return lost || (until != 0 && lock_now_ms() >= until);
+}

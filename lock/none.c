@@ -1,0 +1,29 @@
+/* none.c - A baseline, not a version: no lock at all. Every concurrent sale races: oversell. */
+#include "lock/internal.h"
+
+static int none_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
+                            struct lock_error *err)
+{
+    (void)lc, (void)wait_ms, (void)err;
+    g->depth = 1;
+    return LOCK_OK;
+}
+
+static int none_release(struct lock_client *lc, struct lock_grant *g, struct lock_error *err)
+{
+    (void)lc, (void)err;
+    if (g->release_gap_ms > 0)
+        lock_sleep_ms(g->release_gap_ms);
+    return LOCK_OK;
+}
+
+const struct lock_ops lock_none = {
+    .name = "none",
+    .alias = "unlocked",
+    .title = "no lock",
+    .flaw = "every concurrent sale races: oversell",
+    .remote = 0,
+    .try_acquire = none_try_acquire,
+    .release = none_release,
+    .wait = LOCK_WAIT_LOCAL,
+};

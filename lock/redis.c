@@ -1,0 +1,370 @@
+/* redis.c - The library's Redis side: one connection per thread, the command and script
+ * helpers every store uses, riders sent in the same round trip, and the Lua runner. */
+#include "lock/internal.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The calling thread's connection and the riders waiting for its next lock command.
+ * Owned by that thread (a redisContext is not thread-safe); freed when it exits. */
+struct conn {
+    redisContext *c;
+    struct lock_rider *before, *after;
+};
+
+struct conns {
+    pthread_key_t key;
+};
+
+static void conn_free(void *p)
+{
+    struct conn *cn = p;
+
+    if (cn->c)
+        redisFree(cn->c);
+    free(cn);
+}
+
+int lock_redis_init(struct lock_client *lc, struct lock_error *err)
+{
+    struct conns *cs = calloc(1, sizeof(*cs));
+
+    if (cs == NULL || pthread_key_create(&cs->key, conn_free) != 0) {
+        free(cs);
+        return lock_fail(err, NULL, "cannot create the per-thread connections");
+    }
+    lc->conns = cs;
+    return LOCK_OK;
+}
+
+/* Frees the calling thread's connection; other threads free theirs when they exit. */
+void lock_redis_destroy(struct lock_client *lc)
+{
+    struct conns *cs = lc->conns;
+    struct conn *cn = pthread_getspecific(cs->key);
+
+    if (cn) {
+        pthread_setspecific(cs->key, NULL);
+        conn_free(cn);
+    }
+    pthread_key_delete(cs->key);
+    free(cs);
+}
+
+static struct conn *thread_conn(struct lock_client *lc)
+{
+    struct conns *cs = lc->conns;
+    struct conn *cn = pthread_getspecific(cs->key);
+
+    if (cn == NULL && (cn = calloc(1, sizeof(*cn))) != NULL)
+        pthread_setspecific(cs->key, cn);
+    return cn;
+}
+
+redisContext *lock_redis_connect(const struct lock_client *lc, long timeout_ms,
+                                 struct lock_error *err)
+{
+    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+    redisContext *c = redisConnectWithTimeout(lc->cfg.redis_host, lc->cfg.redis_port, tv);
+
+    if (c == NULL) {
+        lock_fail(err, NULL, "out of memory");
+        return NULL;
+    }
+    if (c->err) {
+        lock_fail(err, c, "connect");
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+redisContext *lock_redis(struct lock_client *lc, struct lock_error *err)
+{
+    struct conn *cn = thread_conn(lc);
+    struct timeval cmd_tv = { 5, 0 };
+
+    if (cn == NULL) {
+        lock_fail(err, NULL, "out of memory");
+        return NULL;
+    }
+    if (cn->c && !cn->c->err)
+        return cn->c;
+    if (cn->c) {
+        redisFree(cn->c);
+        cn->c = NULL;
+    }
+    cn->c = lock_redis_connect(lc, 1000, err);
+    if (cn->c)
+        redisSetTimeout(cn->c, cmd_tv);
+    return cn->c;
+}
+
+void lock_redis_drop(struct lock_client *lc)
+{
+    struct conn *cn = thread_conn(lc);
+
+    if (cn && cn->c) {
+        redisFree(cn->c);
+        cn->c = NULL;
+    }
+}
+
+void lock_riders_set(struct lock_client *lc, struct lock_rider *before, struct lock_rider *after)
+{
+    struct conn *cn = thread_conn(lc);
+
+    if (cn) {
+        cn->before = before;
+        cn->after = after;
+    }
+}
+
+/* Reads one reply per command of r into r->replies. -1 on an I/O error. */
+static int read_rider(redisContext *c, struct lock_rider *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        freeReplyObject(r->replies[i]);
+        r->replies[i] = NULL;
+        if (redisGetReply(c, (void **)&r->replies[i]) != REDIS_OK)
+            return -1;
+    }
+    return 0;
+}
+
+/* Sends cmd (RESP, may be NULL) with the pending riders: before, cmd, after, in one
+ * write; then reads every reply. The riders are taken off the connection (sent once).
+ * Returns cmd's reply (NULL with err on I/O failure; NULL and no error when cmd is NULL). */
+static redisReply *roundtrip(struct lock_client *lc, const char *cmd, size_t len,
+                             struct lock_error *err)
+{
+    struct conn *cn = thread_conn(lc);
+    redisContext *c = lock_redis(lc, err);
+    struct lock_rider *before, *after;
+    redisReply *r = NULL;
+
+    if (c == NULL)
+        return NULL;
+    before = cn->before, after = cn->after;
+    cn->before = cn->after = NULL;
+    if (before && before->n)
+        redisAppendFormattedCommand(c, before->cmds, before->len);
+    if (cmd)
+        redisAppendFormattedCommand(c, cmd, len);
+    if (after && after->n)
+        redisAppendFormattedCommand(c, after->cmds, after->len);
+    if ((before && read_rider(c, before) != 0) ||
+        (cmd && redisGetReply(c, (void **)&r) != REDIS_OK) ||
+        (after && read_rider(c, after) != 0)) {
+        freeReplyObject(r);
+        lock_fail(err, c, cmd ? "lock command" : "riders");
+        return NULL;
+    }
+    return r;
+}
+
+/* Checks r's type against types: r, or NULL with err filled (r freed). */
+static redisReply *check_type(redisReply *r, int types, const char *what, struct lock_error *err)
+{
+    if (r == NULL || (types & (1 << r->type)))
+        return r;
+    if (r->type == REDIS_REPLY_ERROR)
+        snprintf(err->msg, sizeof(err->msg), "%.120s", r->str);
+    else
+        snprintf(err->msg, sizeof(err->msg), "%.60s: unexpected reply type %d", what, r->type);
+    err->io = 0;
+    freeReplyObject(r);
+    return NULL;
+}
+
+redisReply *lock_command(struct lock_client *lc, int types, struct lock_error *err,
+                         const char *fmt, ...)
+{
+    char *cmd;
+    int len;
+    va_list ap;
+    redisReply *r;
+
+    va_start(ap, fmt);
+    len = redisvFormatCommand(&cmd, fmt, ap);
+    va_end(ap);
+    if (len < 0) {
+        lock_fail(err, NULL, "cannot format the command");
+        return NULL;
+    }
+    r = roundtrip(lc, cmd, (size_t)len, err);
+    free(cmd);
+    return check_type(r, types, fmt, err);
+}
+
+int lock_script_load(redisContext *c, struct lock_script *s, struct lock_error *err)
+{
+    static pthread_mutex_t sha_mu = PTHREAD_MUTEX_INITIALIZER;
+    redisReply *r = redisCommand(c, "SCRIPT LOAD %s", s->source);
+    int st = LOCK_OK;
+
+    if (r == NULL)
+        return lock_fail(err, c, "SCRIPT LOAD");
+    if (r->type != REDIS_REPLY_STRING || r->len != 40) {
+        st = lock_fail(err, NULL, r->type == REDIS_REPLY_ERROR ? r->str : "SCRIPT LOAD: bad reply");
+        goto out_free_reply;
+    }
+    pthread_mutex_lock(&sha_mu);
+    if (!atomic_load_explicit(&s->loaded, memory_order_acquire)) {
+        memcpy(s->sha, r->str, 40);
+        s->sha[40] = '\0';
+        atomic_store_explicit(&s->loaded, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&sha_mu);
+
+out_free_reply:
+    freeReplyObject(r);
+    return st;
+}
+
+/* EVALSHA argv as one RESP command; the caller frees *out. Returns its length, -1. */
+static int format_evalsha(struct lock_script *s, int nkeys, int nargs, const char **argv,
+                          char **out, struct lock_error *err)
+{
+    enum { MAX_ARGS = 16 };
+    const char *cmd[MAX_ARGS + 3];
+    char numkeys[16];
+    int len;
+
+    if (nkeys + nargs > MAX_ARGS)
+        return lock_fail(err, NULL, "too many script arguments"), -1;
+    snprintf(numkeys, sizeof(numkeys), "%d", nkeys);
+    cmd[0] = "EVALSHA";
+    cmd[1] = s->sha;
+    cmd[2] = numkeys;
+    for (int i = 0; i < nkeys + nargs; i++)
+        cmd[3 + i] = argv[i];
+    len = redisFormatCommandArgv(out, 3 + nkeys + nargs, cmd, NULL);
+    if (len < 0)
+        lock_fail(err, NULL, "cannot format the script call");
+    return len;
+}
+
+redisReply *lock_eval(struct lock_client *lc, struct lock_script *s, int types, int nkeys,
+                      int nargs, const char **argv, struct lock_error *err)
+{
+    struct conn *cn = thread_conn(lc);
+    struct lock_rider *after = cn ? cn->after : NULL;
+    redisContext *c;
+    redisReply *r = NULL;
+    char *cmd;
+    int len;
+
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!atomic_load_explicit(&s->loaded, memory_order_acquire) || attempt == 1) {
+            if ((c = lock_redis(lc, err)) == NULL || lock_script_load(c, s, err) != LOCK_OK)
+                return NULL;
+        }
+        if ((len = format_evalsha(s, nkeys, nargs, argv, &cmd, err)) < 0)
+            return NULL;
+        r = roundtrip(lc, cmd, (size_t)len, err);
+        free(cmd);
+        if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0 &&
+            attempt == 0) {
+            /* Redis forgot the script: nothing of ours ran. A read riding after it did
+             * run, before the lock was ours: send it again after the retry. */
+            freeReplyObject(r);
+            r = NULL;
+            lock_riders_set(lc, NULL, after);
+            continue;
+        }
+        break;
+    }
+    return check_type(r, types, s->name, err);
+}
+
+int lock_riders_flush(struct lock_client *lc, struct lock_error *err)
+{
+    struct conn *cn = thread_conn(lc);
+
+    if (cn == NULL || (cn->before == NULL && cn->after == NULL))
+        return LOCK_OK;
+    err->msg[0] = '\0';
+    if (roundtrip(lc, NULL, 0, err) == NULL && err->msg[0])
+        return LOCK_ERROR;
+    return LOCK_OK;
+}
+
+redisReply *lock_script_eval(redisContext *c, struct lock_script *s, int nkeys, int nargs,
+                             const char **argv, struct lock_error *err)
+{
+    redisReply *r = NULL;
+    char *cmd;
+    int len;
+
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((!atomic_load_explicit(&s->loaded, memory_order_acquire) || attempt == 1) &&
+            lock_script_load(c, s, err) != LOCK_OK)
+            return NULL;
+        if ((len = format_evalsha(s, nkeys, nargs, argv, &cmd, err)) < 0)
+            return NULL;
+        redisAppendFormattedCommand(c, cmd, (size_t)len);
+        free(cmd);
+        if (redisGetReply(c, (void **)&r) != REDIS_OK) {
+            lock_fail(err, c, s->name);
+            return NULL;
+        }
+        if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
+            freeReplyObject(r);
+            r = NULL;
+            continue;
+        }
+        break;
+    }
+    return r;
+}
+
+/* Appends one formatted command of len bytes to r; takes cmd (freed here). */
+static int rider_append(struct lock_rider *r, char *cmd, int len)
+{
+    char *grown;
+
+    if (len < 0)
+        return -1;
+    if (r->n >= LOCK_RIDER_MAX || (grown = realloc(r->cmds, r->len + (size_t)len)) == NULL) {
+        free(cmd);
+        return -1;
+    }
+    memcpy(grown + r->len, cmd, (size_t)len);
+    free(cmd);
+    r->cmds = grown;
+    r->len += (size_t)len;
+    r->n++;
+    return 0;
+}
+
+int lock_rider_add(struct lock_rider *r, const char *fmt, ...)
+{
+    char *cmd = NULL;
+    va_list ap;
+    int len;
+
+    va_start(ap, fmt);
+    len = redisvFormatCommand(&cmd, fmt, ap);
+    va_end(ap);
+    return rider_append(r, cmd, len);
+}
+
+int lock_rider_add_argv(struct lock_rider *r, int argc, const char **argv)
+{
+    char *cmd = NULL;
+    int len = redisFormatCommandArgv(&cmd, argc, argv, NULL);
+
+    return rider_append(r, cmd, len);
+}
+
+void lock_rider_reset(struct lock_rider *r)
+{
+    for (int i = 0; i < LOCK_RIDER_MAX; i++)
+        freeReplyObject(r->replies[i]);
+    free(r->cmds);
+    memset(r, 0, sizeof(*r));
+}

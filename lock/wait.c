@@ -1,0 +1,357 @@
+/* wait.c - The wait policies: how a refused acquire learns that the lock is free.
+ *
+ * local:  the store blocks by itself (a pthread mutex).
+ * poll:   try, sleep retry_ms, try again: the seeds' loop. Every waiting thread of every
+ *         process asks Redis, and one that happens to ask right after a release wins:
+ *         others can starve.
+ * notify: release publishes on the lock's channel (`lock:{I}`, a PUBLISH riding in the
+ *         release's round trip). One subscriber thread per process (PSUBSCRIBE lock:{*})
+ *         counts the messages per key and wakes that key's first waiter. Threads of one
+ *         process queue for a key first come first served, so only the first asks Redis.
+ *         It reads the key's message count before each try and, refused, sleeps until
+ *         the count moves: a release between its try and its sleep still wakes it. It
+ *         never sleeps past the holder's remaining lease (a lost message costs at most
+ *         that), and while the subscriber is disconnected it polls.
+ */
+#include "lock/internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+/* A thread waiting in a key's queue; lives on its stack. */
+struct waiter {
+    pthread_cond_t cv;
+    struct waiter *next;
+};
+
+/* One key's queue. Created on first use, kept until the client is destroyed. */
+struct key_queue {
+    char key[LOCK_KEY_MAX];
+    pthread_mutex_t mu;           /* guards everything below */
+    unsigned long messages;       /* release messages seen for this key */
+    struct waiter *first, *last;  /* first come first served; first asks Redis */
+    char holder[LOCK_OWNER_MAX];  /* the owner that holds it through this queue */
+    int holds;                    /* its grants not yet released (nested ones too) */
+    struct key_queue *next;
+};
+
+struct notify {
+    struct lock_client *lc;
+    pthread_mutex_t table_mu;     /* guards queues, count, sub */
+    struct key_queue *queues;
+    int count;
+    pthread_t thread;
+    redisContext *sub;            /* the subscriber's connection, while connected */
+    atomic_int connected;
+    atomic_int stopping;
+};
+
+enum { QUEUES_MAX = 4096 };
+
+/* Waits on cv until the monotonic time until_ms; returns ETIMEDOUT once it has passed. */
+static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, long long until_ms)
+{
+    struct timespec ts = { until_ms / 1000, (until_ms % 1000) * 1000000L };
+    return pthread_cond_timedwait(cv, mu, &ts);
+}
+
+static void waiter_init(struct waiter *w)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &attr);
+    pthread_condattr_destroy(&attr);
+    w->next = NULL;
+}
+
+/* The queue for key; created when create is set. NULL when there is none (or no room). */
+static struct key_queue *queue_for(struct notify *n, const char *key, size_t len, int create)
+{
+    struct key_queue *q;
+
+    pthread_mutex_lock(&n->table_mu);
+    for (q = n->queues; q; q = q->next)
+        if (strlen(q->key) == len && memcmp(q->key, key, len) == 0)
+            goto out_unlock;
+    if (!create || len >= LOCK_KEY_MAX || n->count >= QUEUES_MAX ||
+        (q = calloc(1, sizeof(*q))) == NULL)
+        goto out_unlock;
+    memcpy(q->key, key, len);
+    pthread_mutex_init(&q->mu, NULL);
+    q->next = n->queues;
+    n->queues = q;
+    n->count++;
+out_unlock:
+    pthread_mutex_unlock(&n->table_mu);
+    return q;
+}
+
+/* Counts a message for q and wakes its first waiter. */
+static void queue_bump(struct key_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->messages++;
+    if (q->first)
+        pthread_cond_signal(&q->first->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* After a reconnect or a disconnect, messages may have been missed: every first waiter
+ * tries again (and, disconnected, goes on polling). */
+static void bump_all(struct notify *n)
+{
+    pthread_mutex_lock(&n->table_mu);
+    for (struct key_queue *q = n->queues; q; q = q->next)
+        queue_bump(q);
+    pthread_mutex_unlock(&n->table_mu);
+}
+
+static void *subscriber_main(void *arg)
+{
+    struct notify *n = arg;
+    struct lock_error err;
+    redisContext *c;
+    redisReply *r;
+
+    while (!atomic_load(&n->stopping)) {
+        if ((c = lock_redis_connect(n->lc, 1000, &err)) == NULL) {
+            lock_sleep_ms(100);
+            continue;
+        }
+        r = redisCommand(c, "PSUBSCRIBE lock:{*}");
+        if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(r);
+            redisFree(c);
+            lock_sleep_ms(100);
+            continue;
+        }
+        freeReplyObject(r);
+        pthread_mutex_lock(&n->table_mu);
+        n->sub = c;
+        pthread_mutex_unlock(&n->table_mu);
+        atomic_store(&n->connected, 1);
+        bump_all(n);
+        /* ["pmessage", pattern, channel, payload] per release, until the connection ends. */
+        while (!atomic_load(&n->stopping) && redisGetReply(c, (void **)&r) == REDIS_OK) {
+            if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
+                r->element[2]->type == REDIS_REPLY_STRING) {
+                struct key_queue *q = queue_for(n, r->element[2]->str, r->element[2]->len, 0);
+                atomic_fetch_add(&n->lc->notifications, 1);
+                if (q)
+                    queue_bump(q);
+            }
+            freeReplyObject(r);
+        }
+        atomic_store(&n->connected, 0);
+        pthread_mutex_lock(&n->table_mu);
+        n->sub = NULL;
+        pthread_mutex_unlock(&n->table_mu);
+        redisFree(c);
+        bump_all(n);
+    }
+    return NULL;
+}
+
+int lock_wait_init(struct lock_client *lc, struct lock_error *err)
+{
+    struct notify *n;
+
+    if (lc->cfg.wait != LOCK_WAIT_NOTIFY)
+        return LOCK_OK;
+    if ((n = calloc(1, sizeof(*n))) == NULL)
+        return lock_fail(err, NULL, "out of memory");
+    n->lc = lc;
+    pthread_mutex_init(&n->table_mu, NULL);
+    if (pthread_create(&n->thread, NULL, subscriber_main, n) != 0) {
+        pthread_mutex_destroy(&n->table_mu);
+        free(n);
+        return lock_fail(err, NULL, "cannot start the subscriber thread");
+    }
+    lc->wait_state = n;
+    /* Give the subscription a moment, so that the first waiters need not poll. */
+    for (int i = 0; i < 100 && !atomic_load(&n->connected); i++)
+        lock_sleep_ms(2);
+    return LOCK_OK;
+}
+
+void lock_wait_destroy(struct lock_client *lc)
+{
+    struct notify *n = lc->wait_state;
+    struct key_queue *q, *next;
+
+    if (n == NULL)
+        return;
+    atomic_store(&n->stopping, 1);
+    pthread_mutex_lock(&n->table_mu);
+    if (n->sub)
+        shutdown(n->sub->fd, SHUT_RDWR); /* ends its blocking read */
+    pthread_mutex_unlock(&n->table_mu);
+    pthread_join(n->thread, NULL);
+    for (q = n->queues; q; q = next) {
+        next = q->next;
+        pthread_mutex_destroy(&q->mu);
+        free(q);
+    }
+    pthread_mutex_destroy(&n->table_mu);
+    free(n);
+    lc->wait_state = NULL;
+}
+
+/* One try; the rider rides with it and stays pending when it grants (lock_acquire
+ * flushes what a store kept in the process did not send). */
+static int try_once(struct lock_client *lc, struct lock_grant *g, long wait_ms,
+                    struct lock_rider *rider, struct lock_error *err)
+{
+    int st;
+
+    g->acquired_ms = lock_now_ms();
+    g->retry_in_ms = 0;
+    lock_riders_set(lc, NULL, rider);
+    st = lc->ops->try_acquire(lc, g, wait_ms, err);
+    if (st != LOCK_OK)
+        lock_riders_set(lc, NULL, NULL);
+    return st;
+}
+
+static int poll_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
+                        struct lock_rider *rider, struct lock_error *err)
+{
+    long long start = lock_now_ms(), now;
+    int st;
+
+    for (;;) {
+        st = try_once(lc, g, 0, rider, err);
+        if (st != LOCK_TIMEOUT)
+            return st;
+        now = lock_now_ms();
+        if (now - start >= wait_ms)
+            return st;
+        long nap = lc->cfg.retry_ms;
+        if (nap > wait_ms - (now - start))
+            nap = (long)(wait_ms - (now - start));
+        lock_sleep_ms(nap);
+    }
+}
+
+/* The first waiter's loop: try; refused, sleep until a message for the key, the
+ * holder's lease's end, or the deadline. Called and returns with q->mu held. */
+static int notify_try_loop(struct lock_client *lc, struct notify *n, struct key_queue *q,
+                           struct waiter *w, struct lock_grant *g, long long deadline,
+                           struct lock_rider *rider, struct lock_error *err)
+{
+    for (;;) {
+        unsigned long seen = q->messages;
+        long long now, until;
+        int st;
+
+        pthread_mutex_unlock(&q->mu);
+        st = try_once(lc, g, 0, rider, err);
+        pthread_mutex_lock(&q->mu);
+        now = lock_now_ms();
+        if (st != LOCK_TIMEOUT || now >= deadline)
+            return st;
+        if (!atomic_load(&n->connected))
+            until = now + lc->cfg.retry_ms;
+        else
+            until = now + (g->retry_in_ms > 0 ? g->retry_in_ms : lc->cfg.ttl_ms);
+        if (until > deadline)
+            until = deadline;
+        while (q->messages == seen && lock_now_ms() < until)
+            cond_wait_until(&w->cv, &q->mu, until);
+    }
+}
+
+static int notify_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
+                          struct lock_rider *rider, struct lock_error *err)
+{
+    struct notify *n = lc->wait_state;
+    struct key_queue *q = queue_for(n, g->key, strlen(g->key), 1);
+    long long deadline = lock_now_ms() + wait_ms;
+    struct waiter w;
+    int st, nested;
+
+    if (q == NULL)
+        return poll_acquire(lc, g, wait_ms, rider, err);
+    waiter_init(&w);
+    pthread_mutex_lock(&q->mu);
+    nested = q->holds > 0 && strcmp(q->holder, g->owner) == 0;
+    if (nested) {
+        /* The holder asks again: no queueing behind itself (a reentrant store grants). */
+        st = notify_try_loop(lc, n, q, &w, g, deadline, rider, err);
+        if (st == LOCK_OK)
+            q->holds++;
+        goto out_unlock;
+    }
+    if (q->last)
+        q->last->next = &w;
+    else
+        q->first = &w;
+    q->last = &w;
+    while (q->first != &w || q->holds > 0) {
+        if (cond_wait_until(&w.cv, &q->mu, deadline) == ETIMEDOUT &&
+            (q->first != &w || q->holds > 0)) {
+            st = LOCK_TIMEOUT;
+            goto out_dequeue;
+        }
+    }
+    st = notify_try_loop(lc, n, q, &w, g, deadline, rider, err);
+    if (st == LOCK_OK) {
+        strcpy(q->holder, g->owner);
+        q->holds = 1;
+    }
+
+out_dequeue:
+    /* Leave the queue; the next waiter's turn comes now, or at the release. */
+    for (struct waiter **p = &q->first, *prev = NULL; *p; prev = *p, p = &(*p)->next)
+        if (*p == &w) {
+            *p = w.next;
+            if (q->last == &w)
+                q->last = prev;
+            break;
+        }
+    if (q->first && q->holds == 0)
+        pthread_cond_signal(&q->first->cv);
+out_unlock:
+    pthread_mutex_unlock(&q->mu);
+    pthread_cond_destroy(&w.cv);
+    return st;
+}
+
+int lock_wait_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
+                      struct lock_rider *rider, struct lock_error *err)
+{
+    switch (lc->cfg.wait) {
+    case LOCK_WAIT_NOTIFY:
+        return notify_acquire(lc, g, wait_ms, rider, err);
+    case LOCK_WAIT_POLL:
+        return poll_acquire(lc, g, wait_ms, rider, err);
+    default:
+        return try_once(lc, g, wait_ms, rider, err);
+    }
+}
+
+void lock_wait_releasing(struct lock_client *lc, const struct lock_grant *g,
+                         struct lock_rider *notice)
+{
+    if (lc->cfg.wait == LOCK_WAIT_NOTIFY)
+        lock_rider_add(notice, "PUBLISH %s %s", g->key, "released");
+}
+
+void lock_wait_released(struct lock_client *lc, struct lock_grant *g)
+{
+    struct notify *n = lc->wait_state;
+    struct key_queue *q;
+
+    if (n == NULL || (q = queue_for(n, g->key, strlen(g->key), 0)) == NULL)
+        return;
+    pthread_mutex_lock(&q->mu);
+    if (q->holds > 0 && strcmp(q->holder, g->owner) == 0 && --q->holds == 0 && q->first)
+        pthread_cond_signal(&q->first->cv);
+    pthread_mutex_unlock(&q->mu);
+}
