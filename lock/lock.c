@@ -220,12 +220,15 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct lock_rider
     struct lock_rider notice = { 0 };
     int st = LOCK_OK, lost = 0;
 
-    /* A lock kept in the process has no command to ride with: the writes go first. */
+    /* A lock kept in the process has no command to ride with, and a release with a
+     * teaching gap sleeps before its first command: then the writes go first, alone. */
     lock_riders_set(lc, rider, NULL);
-    if (!lc->ops->remote)
+    if (!lc->ops->remote || g->release_gap_ms > 0) {
         st = lock_riders_flush(lc, err);
+        rider = NULL;
+    }
     lock_wait_releasing(lc, g, &notice);
-    lock_riders_set(lc, rider && lc->ops->remote ? rider : NULL, notice.n ? &notice : NULL);
+    lock_riders_set(lc, rider, notice.n ? &notice : NULL);
     if (st == LOCK_OK)
         st = lc->ops->release(lc, g, err);
     else

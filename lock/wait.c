@@ -256,10 +256,10 @@ static int notify_try_loop(struct lock_client *lc, struct notify *n, struct key_
         now = lock_now_ms();
         if (st != LOCK_TIMEOUT || now >= deadline)
             return st;
-        if (!atomic_load(&n->connected))
-            until = now + lc->cfg.retry_ms;
-        else
-            until = now + (g->retry_in_ms > 0 ? g->retry_in_ms : lc->cfg.ttl_ms);
+        /* Connected, a message will come; else poll. Never past the holder's lease. */
+        until = now + (atomic_load(&n->connected) ? lc->cfg.ttl_ms : lc->cfg.retry_ms);
+        if (g->retry_in_ms > 0 && now + g->retry_in_ms < until)
+            until = now + g->retry_in_ms;
         if (until > deadline)
             until = deadline;
         while (q->messages == seen && lock_now_ms() < until)

@@ -357,6 +357,143 @@ static void test_scripts_and_errors(void)
     redisFree(c);
 }
 
+
+static struct lock_client *client_wait(const char *version, long ttl_ms, long retry_ms,
+                                       enum lock_wait wait, const char *instance)
+{
+    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, retry_ms, instance, wait };
+    struct lock_error err;
+    struct lock_client *lc = lock_client_create(lock_find(version), &cfg, &err);
+    if (lc == NULL) {
+        fprintf(stderr, "lock_client_create %s: %s\n", version, err.msg);
+        exit(2);
+    }
+    return lc;
+}
+
+/* A rival on its own thread that records when it got the lock, in grant order. */
+static atomic_int grant_seq;
+struct timed_rival { struct lock_client *lc; long wait_ms; int status; long long waited_ms; int order; };
+
+static void *timed_rival_main(void *arg)
+{
+    struct timed_rival *rv = arg;
+    struct lock_grant g;
+    struct lock_error err;
+
+    rv->status = lock_acquire(rv->lc, ITEM, rv->wait_ms, &g, NULL, &err);
+    rv->waited_ms = g.waited_ms;
+    if (rv->status == LOCK_OK) {
+        rv->order = atomic_fetch_add(&grant_seq, 1);
+        lock_sleep_ms(20);
+        lock_release(rv->lc, &g, NULL, &err);
+    }
+    return NULL;
+}
+
+/* Waiting by notification: a release wakes the waiter at once, where polling sleeps out
+ * its retry interval; a release that sends no message (a lease that simply expires)
+ * costs at most the holder's remaining lease; threads of a process take turns in order. */
+static void test_notify(void)
+{
+    redisContext *c = connect_redis();
+    struct lock_grant g;
+    struct lock_error err;
+    struct timed_rival rv;
+    pthread_t t;
+
+    for (int i = 0; i < 2; i++) {
+        enum lock_wait w = i == 0 ? LOCK_WAIT_NOTIFY : LOCK_WAIT_POLL;
+        struct lock_client *holder = client_wait("v8", 5000, 3000, w, "test-h");
+        struct lock_client *waiter = client_wait("v8", 5000, 3000, w, "test-w");
+        key_del(c);
+        lock_acquire(holder, ITEM, 1000, &g, NULL, &err);
+        rv = (struct timed_rival){ waiter, 8000, -1, 0, 0 };
+        pthread_create(&t, NULL, timed_rival_main, &rv);
+        lock_sleep_ms(300);       /* the waiter has tried once and sleeps */
+        lock_release(holder, &g, NULL, &err);
+        pthread_join(t, NULL);
+        if (w == LOCK_WAIT_NOTIFY) {
+            test_cond("notify: the release wakes the waiter long before a 3 s poll would",
+                      rv.status == LOCK_OK && rv.waited_ms < 1500);
+            test_cond("notify: the waiter's process received the release message",
+                      atomic_load(&waiter->notifications) >= 1);
+        } else {
+            test_cond("poll: the waiter sleeps out its 3 s retry interval",
+                      rv.status == LOCK_OK && rv.waited_ms >= 2500);
+        }
+        lock_client_destroy(waiter);
+        lock_client_destroy(holder);
+    }
+
+    /* A holder that never releases: its key expires, no message comes. */
+    struct lock_client *lc = client_wait("v8", 5000, 60000, LOCK_WAIT_NOTIFY, "test-w");
+    key_del(c);
+    freeReplyObject(redisCommand(c, "HSET %s someone-else:1 1", KEY));
+    freeReplyObject(redisCommand(c, "PEXPIRE %s 600", KEY));
+    rv = (struct timed_rival){ lc, 8000, -1, 0, 0 };
+    pthread_create(&t, NULL, timed_rival_main, &rv);
+    pthread_join(t, NULL);
+    test_cond("notify: a lease that expires unannounced costs at most its remaining TTL",
+              rv.status == LOCK_OK && rv.waited_ms >= 400 && rv.waited_ms < 3000);
+
+    /* Three threads of one process queue first come first served. */
+    struct timed_rival q[3];
+    pthread_t qt[3];
+    key_del(c);
+    atomic_store(&grant_seq, 0);
+    lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
+    for (int i = 0; i < 3; i++) {
+        q[i] = (struct timed_rival){ lc, 8000, -1, 0, -1 };
+        pthread_create(&qt[i], NULL, timed_rival_main, &q[i]);
+        lock_sleep_ms(100);
+    }
+    lock_release(lc, &g, NULL, &err);
+    for (int i = 0; i < 3; i++)
+        pthread_join(qt[i], NULL);
+    test_cond("notify: local waiters are granted in the order they came",
+              q[0].order == 0 && q[1].order == 1 && q[2].order == 2);
+    lock_client_destroy(lc);
+
+    struct lock_config cfg = { "127.0.0.1", redis_port, 5000, 5, "test-a", LOCK_WAIT_NOTIFY };
+    memset(&err, 0, sizeof(err));
+    test_cond("v1 cannot wait by notify: the client says so",
+              lock_client_create(lock_find("v1"), &cfg, &err) == NULL && strstr(err.msg, "v1"));
+    redisFree(c);
+}
+
+/* Riders: a read after the granting try and writes before the release, one round trip each. */
+static void test_riders(void)
+{
+    const char *versions[] = { "v1", "v6", "v8", NULL };
+    redisContext *c = connect_redis();
+
+    for (int i = 0; versions[i]; i++) {
+        char d[160];
+        struct lock_client *lc = client(versions[i], 5000, "test-a");
+        struct lock_rider read = { 0 }, write = { 0 };
+        struct lock_grant g;
+        struct lock_error err;
+
+        key_del(c);
+        freeReplyObject(redisCommand(c, "SET rider:{test} 41"));
+        lock_rider_add(&read, "GET rider:{test}");
+        int st = lock_acquire(lc, ITEM, 1000, &g, &read, &err);
+        snprintf(d, sizeof(d), "%s: the read riding with acquire comes back with the grant", versions[i]);
+        test_cond(d, st == LOCK_OK && read.replies[0] && read.replies[0]->type == REDIS_REPLY_STRING &&
+                     strcmp(read.replies[0]->str, "41") == 0);
+        lock_rider_add(&write, "INCR rider:{test}");
+        st = lock_release(lc, &g, &write, &err);
+        snprintf(d, sizeof(d), "%s: the write riding with release is applied, the lock given back", versions[i]);
+        test_cond(d, st == LOCK_OK && write.replies[0] && write.replies[0]->type == REDIS_REPLY_INTEGER &&
+                     write.replies[0]->integer == 42 && (!lc->ops->remote || !key_exists(c)));
+        lock_rider_reset(&read);
+        lock_rider_reset(&write);
+        lock_client_destroy(lc);
+    }
+    redisFree(c);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2 || (redis_port = atoi(argv[1])) <= 0) {
@@ -374,5 +511,7 @@ int main(int argc, char **argv)
     test_release_gap("v6", 0);
     test_watchdog();
     test_scripts_and_errors();
+    test_notify();
+    test_riders();
     return test_report();
 }

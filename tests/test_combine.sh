@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# test_combine.sh - Waiting and combining through real HTTP and a real redis-server:
+# --wait and --combine flags, a batch sold under one grant (409 beyond the stock, one
+# ledger entry per 200), a waiting sale that never waits past --wait-ms, --list-versions.
+set -u
+cd "$(dirname "$0")/.."
+source tests/lib.sh
+
+BIN=${SERVICE_BIN:-build/inventory-service}
+start_redis || exit 1
+
+# --- flags ---------------------------------------------------------------------------
+"$BIN" --lock v1 --wait notify > "$T_TMP/bad" 2>&1; rc=$?
+check_eq "v1 with --wait notify: refused at start-up" 1 "$rc"
+check "  with a reason" grep -q "v1 waits only by local" "$T_TMP/bad"
+"$BIN" --wait sometimes > "$T_TMP/bad" 2>&1; rc=$?
+check_eq "--wait sometimes: bad usage" 2 "$rc"
+"$BIN" --combine 0 > "$T_TMP/bad" 2>&1; rc=$?
+check_eq "--combine 0: bad usage" 2 "$rc"
+"$BIN" --help > "$T_TMP/help"
+for f in --wait --combine --list-versions; do check "--help explains $f" grep -q -- "$f" "$T_TMP/help"; done
+"$BIN" --list-versions > "$T_TMP/versions"
+check_eq "--list-versions: v1-v8, none and atomic" 10 "$(wc -l < "$T_TMP/versions")"
+check_eq "  four tab-separated fields each" 10 "$(awk -F'\t' 'NF == 4' "$T_TMP/versions" | wc -l)"
+check_eq "  v8's row" "v8	watchdog" "$(awk -F'\t' '$1 == "v8" { print $1 "\t" $2 }' "$T_TMP/versions")"
+
+# --- a batch under one grant ----------------------------------------------------------
+# The first sale holds the lock for 300 ms (work_ms); the 19 that arrive meanwhile wait
+# in the process and are served together by the next grant: 5 in stock, so 5 x 200 in
+# all and 15 x 409, every 200 with its ledger entry, in at most a few critical sections.
+rcli set 'stock:{batch}' 5 >/dev/null
+start_service P --redis "127.0.0.1:$REDIS_PORT" --lock v8 --combine 32 --faults --name comb || exit 1
+URL="http://127.0.0.1:$P/inventory/sale?item=batch&work_ms=300"
+for i in $(seq 20); do curl -s -m 30 -o "$T_TMP/body-$i" -w '%{http_code}\n' "$URL" > "$T_TMP/c$i" & done
+wait_all() { local p; for p in $(jobs -p); do case " $T_PIDS " in *" $p "*) ;; *) wait "$p" ;; esac; done; }
+wait_all
+codes=$(cat "$T_TMP"/c* | sort | uniq -c | awk '{ printf "%s x %s ", $2, $1 }')
+check_eq "20 sales of stock 5, combined: five 200s, fifteen 409s" "200 x 5 409 x 15 " "$codes"
+check_eq "  sold 5" 5 "$(rcli get 'sold:{batch}')"
+check_eq "  stock 0" 0 "$(rcli get 'stock:{batch}')"
+check_eq "  one ledger entry per sale" 5 "$(rcli xlen 'orders:{batch}')"
+remaining=$( cat "$T_TMP"/body-* | jq -r 'select(.ok) | .remaining' | sort -n | paste -sd, -)
+check_eq "  each 200 has its own remaining" "0,1,2,3,4" "$remaining"
+metrics=$(curl -s "http://127.0.0.1:$P/metrics")
+batches=$(echo "$metrics" | awk '$1 == "inventory_sale_batches_total" { print $2 }')
+batched=$(echo "$metrics" | awk '$1 == "inventory_sale_batched_total" { print $2 }')
+check_eq "  all 20 went through critical sections" 20 "$batched"
+check "  in at most 4 of them (they were combined: $batches)" test "${batches:-99}" -le 4
+check_eq "  the lock is given back" 0 "$(rcli exists 'lock:{batch}')"
+
+# --- a waiting sale never waits past --wait-ms ------------------------------------------
+rcli set 'stock:{slow}' 50 >/dev/null
+start_service Q --redis "127.0.0.1:$REDIS_PORT" --lock v8 --combine 32 --faults --wait-ms 400 --name slow || exit 1
+curl -s -m 30 -o /dev/null "http://127.0.0.1:$Q/inventory/sale?item=slow&work_ms=2000" & holder=$!
+sleep 0.3
+t0=$(date +%s%N)
+code=$(curl -s -m 30 -o "$T_TMP/slow" -w '%{http_code}' "http://127.0.0.1:$Q/inventory/sale?item=slow")
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+check_eq "behind a 2 s holder, a sale with --wait-ms 400 answers 503" 503 "$code"
+check "  lock_timeout" grep -q '"lock_timeout"' "$T_TMP/slow"
+check "  within the wait limit plus a second ($ms ms), not after the holder" test "$ms" -lt 1400
+wait "$holder"
+check_eq "  the holder's sale went through" 49 "$(rcli get 'stock:{slow}')"
+
+# --- atomic, combined ---------------------------------------------------------------------
+rcli set 'stock:{atom}' 7 >/dev/null
+start_service A --redis "127.0.0.1:$REDIS_PORT" --lock atomic --combine 16 --name atom || exit 1
+for i in $(seq 20); do curl -s -m 30 -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$A/inventory/sale?item=atom" > "$T_TMP/a$i" & done
+wait_all
+codes=$(cat "$T_TMP"/a* | sort | uniq -c | awk '{ printf "%s x %s ", $2, $1 }')
+check_eq "atomic --combine: 20 sales of stock 7: seven 200s, thirteen 409s" "200 x 7 409 x 13 " "$codes"
+check_eq "  sold 7, ledger 7" "7 7" "$(rcli get 'sold:{atom}') $(rcli xlen 'orders:{atom}')"
+
+t_report
