@@ -39,6 +39,7 @@
 #define REPORT_COLOUR_STOCK    "#2ca02c"
 #define REPORT_COLOUR_SOLD     "#ff7f0e"
 #define REPORT_COLOUR_MISS     "#ffd7d7"   /* background of a "NOT shown" verdict */
+#define REPORT_COLOUR_BENCH    "#9467bd"
 
 /* One bar: a version and its value; count is how many rows went into it. */
 struct report_bar {
@@ -488,7 +489,9 @@ static const char report_css[] =
     ".value{font-size:11px;fill:#222;font-weight:bold}\n";
 
 /* report_write: the whole page for doc into f. Returns 0, or -1 when memory ran out. */
-static int report_write(FILE *f, const json_t *doc)
+static int report_bench_section(FILE *f, const json_t *bench);
+
+static int report_write(FILE *f, const json_t *doc, const json_t *bench)
 {
     const json_t *rows = json_object_get(doc, "rows");
     const char *generated = report_str(doc, "generated");
@@ -520,7 +523,56 @@ static int report_write(FILE *f, const json_t *doc)
         return -1;
     fputs("<h2>long-work timelines</h2>\n", f);
     report_timeline_section(f, rows);
+    if (bench && report_bench_section(f, bench) < 0)
+        return -1;
     fputs("</body>\n</html>\n", f);
+    return 0;
+}
+
+/* report_bench_section: sales/s per mode of loadtest/bench (bench.json), with each
+ * mode's ratio to atomic and its p99, in one chart and one table. */
+static int report_bench_section(FILE *f, const json_t *bench)
+{
+    const json_t *modes = json_object_get(bench, "modes"), *m;
+    size_t n = json_array_size(modes), nb = 0, i;
+    struct report_bar *bars;
+    char buf[32];
+
+    fputs("<h2>Speed under contention <small>(loadtest/bench)</small></h2>\n", f);
+    if (n == 0) {
+        report_no_data(f, "bench.json has no modes");
+        return 0;
+    }
+    if ((bars = calloc(n, sizeof *bars)) == NULL)
+        return -1;
+    json_array_foreach(modes, i, m) {
+        double v;
+        const char *mode = report_str(m, "mode");
+        if (mode && report_num(m, "sales_per_s", &v))
+            report_bars_add(bars, &nb, mode, v, 1);
+    }
+    fputs("<div class=\"charts\">\n<figure>\n<figcaption>Sales/s per mode "
+          "<small>(200s only, median of rounds)</small></figcaption>\n", f);
+    if (nb)
+        report_bar_chart(f, "sales per second per mode", bars, nb, REPORT_COLOUR_BENCH, 0);
+    else
+        report_no_data(f, "no mode has sales_per_s");
+    fputs("</figure>\n</div>\n<table>\n<tr><th>mode</th><th>sales/s</th><th>ratio to atomic</th>"
+          "<th>p99 ms</th><th>max ms</th><th>RSS MB</th><th>oversold</th></tr>\n", f);
+    json_array_foreach(modes, i, m) {
+        static const char *const keys[] = { "sales_per_s", "ratio_to_atomic", "p99_ms", "max_ms",
+                                            "rss_mb", "oversold" };
+        fputs("<tr><td>", f);
+        report_escape(f, report_str(m, "mode") ? report_str(m, "mode") : "?");
+        fputs("</td>", f);
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            double v;
+            fprintf(f, "<td>%s</td>", report_num(m, keys[k], &v) ? report_fmt(buf, sizeof buf, v) : "-");
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</table>\n", f);
+    free(bars);
     return 0;
 }
 
@@ -543,16 +595,17 @@ static const char *report_check(const json_t *doc)
 
 static void report_usage(FILE *f)
 {
-    fputs("usage: evolution-report IN.json OUT.html\n"
+    fputs("usage: evolution-report IN.json OUT.html [BENCH.json]\n"
           "  Reads the evolution results (results/evolution.json) and writes one\n"
           "  self-contained HTML page: the table of rows, oversold and sales/s per\n"
-          "  version, and a stock/sold timeline per long-work row.\n", f);
+          "  version, and a stock/sold timeline per long-work row; with BENCH.json\n"
+          "  (loadtest/bench's results), a chart and table of sales/s per lock mode.\n", f);
 }
 
 int main(int argc, char **argv)
 {
     json_error_t jerr;
-    json_t *doc;
+    json_t *doc, *bench = NULL;
     const char *why;
     FILE *f;
     int rc;
@@ -561,9 +614,13 @@ int main(int argc, char **argv)
         report_usage(stdout);
         return 0;
     }
-    if (argc != 3) {
+    if (argc != 3 && argc != 4) {
         report_usage(stderr);
         return 2;
+    }
+    if (argc == 4 && (bench = json_load_file(argv[3], 0, &jerr)) == NULL) {
+        fprintf(stderr, "evolution-report: %s: %s\n", argv[3], jerr.text);
+        return 1;
     }
     doc = json_load_file(argv[1], 0, &jerr);
     if (doc == NULL) {
@@ -585,12 +642,13 @@ int main(int argc, char **argv)
         json_decref(doc);
         return 1;
     }
-    rc = report_write(f, doc);
+    rc = report_write(f, doc, bench);
     if (ferror(f))
         rc = -1;
     if (fclose(f) != 0)
         rc = -1;
     json_decref(doc);
+    json_decref(bench);
     if (rc < 0) {
         fprintf(stderr, "evolution-report: %s: not written (out of memory or disk)\n", argv[2]);
         unlink(argv[2]);

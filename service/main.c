@@ -252,7 +252,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "inventory-service: lock %s: %s\n", svc.version, err.msg);
         return 1;
     }
-    d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+    d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                              MHD_USE_ERROR_LOG,
                          0, NULL, NULL, http_handle, NULL,
                          MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,

@@ -20,6 +20,11 @@ check_eq "  atomic's ratio to itself is 1" 1 "$(jq '.modes[] | select(.mode == "
 check "  it recorded the machine, Redis, nginx and wrk" \
     jq -e '.machine.cores > 0 and (.machine.redis | length) > 0 and (.machine.nginx | length) > 0 and (.machine.wrk | length) > 0' "$out"
 check "  RSS of each instance was sampled" jq -e '[.rows[].rss_mb | length == 2] | all' "$out"
+echo '{"rows":[{"lock":"v8","scenario":"load","oversold":0,"sales_per_s":5}]}' > "$T_TMP/evo.json"
+build/evolution-report "$T_TMP/evo.json" "$T_TMP/page.html" "$out"
+check "the report page takes bench.json: its section" grep -q "Speed under contention" "$T_TMP/page.html"
+check "  a bar per mode" test "$(grep -o 'fill="#9467bd"' "$T_TMP/page.html" | wc -l)" -eq 5
+check "  and v8-notify-combine's row" grep -q "<td>v8-notify-combine</td>" "$T_TMP/page.html"
 loadtest/bench --modes nonsense > /dev/null 2>&1; rc=$?
 check_eq "an unknown mode: bad usage" 2 "$rc"
 check "nothing left running" test -z "$(pgrep -f 'bench\.[A-Za-z0-9]+/run' || true)"
