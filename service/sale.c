@@ -191,7 +191,8 @@ static int sell_under_grant(struct lock_grant *g, long long stock, struct sale_r
     }
     if (svc.faults)
         probe_leave(lead->item, probe_id);
-    for (int i = 0; i < n && lead->out.result == SALE_OK; i++) {
+    /* Unless the batch already failed (nested, out of memory): the first k sold. */
+    for (int i = 0, failed = lead->out.result != SALE_OK; i < n && !failed; i++) {
         rqs[i]->out.result = i < k ? SALE_OK : SALE_SOLD_OUT;
         rqs[i]->out.remaining = i < k ? stock - 1 - i : 0;
         rqs[i]->out.token = g->token;

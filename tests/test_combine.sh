@@ -48,6 +48,15 @@ check_eq "  all 20 went through critical sections" 20 "$batched"
 check "  in at most 4 of them (they were combined: $batches)" test "${batches:-99}" -le 4
 check_eq "  the lock is given back" 0 "$(rcli exists 'lock:{batch}')"
 
+# A batch that finds the stock gone: every one of its sales answers 409, none 200.
+rcli set 'stock:{last}' 1 >/dev/null
+URL="http://127.0.0.1:$P/inventory/sale?item=last&work_ms=300"
+for i in $(seq 20); do curl -s -m 30 -o /dev/null -w '%{http_code}\n' "$URL" > "$T_TMP/l$i" & done
+wait_all
+codes=$(cat "$T_TMP"/l* | sort | uniq -c | awk '{ printf "%s x %s ", $2, $1 }')
+check_eq "20 sales of stock 1, combined: one 200, nineteen 409s" "200 x 1 409 x 19 " "$codes"
+check_eq "  sold 1, ledger 1" "1 1" "$(rcli get 'sold:{last}') $(rcli xlen 'orders:{last}')"
+
 # --- a waiting sale never waits past --wait-ms ------------------------------------------
 rcli set 'stock:{slow}' 50 >/dev/null
 start_service Q --redis "127.0.0.1:$REDIS_PORT" --lock v8 --combine 32 --faults --wait-ms 400 --name slow || exit 1

@@ -26,9 +26,10 @@ static redisContext *connect_redis(void)
     return c;
 }
 
-static struct lock_client *client(const char *version, long ttl_ms, const char *instance)
+static struct lock_client *client_wait(const char *version, long ttl_ms, long retry_ms,
+                                       enum lock_wait wait, const char *instance)
 {
-    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, 5, instance, LOCK_WAIT_DEFAULT };
+    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, retry_ms, instance, wait };
     struct lock_error err;
     struct lock_client *lc = lock_client_create(lock_find(version), &cfg, &err);
     if (lc == NULL) {
@@ -36,6 +37,11 @@ static struct lock_client *client(const char *version, long ttl_ms, const char *
         exit(2);
     }
     return lc;
+}
+
+static struct lock_client *client(const char *version, long ttl_ms, const char *instance)
+{
+    return client_wait(version, ttl_ms, 5, LOCK_WAIT_DEFAULT, instance);
 }
 
 static long long cmd_int(redisContext *c, const char *fmt, const char *arg)
@@ -357,19 +363,6 @@ static void test_scripts_and_errors(void)
     redisFree(c);
 }
 
-
-static struct lock_client *client_wait(const char *version, long ttl_ms, long retry_ms,
-                                       enum lock_wait wait, const char *instance)
-{
-    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, retry_ms, instance, wait };
-    struct lock_error err;
-    struct lock_client *lc = lock_client_create(lock_find(version), &cfg, &err);
-    if (lc == NULL) {
-        fprintf(stderr, "lock_client_create %s: %s\n", version, err.msg);
-        exit(2);
-    }
-    return lc;
-}
 
 /* A rival on its own thread that records when it got the lock, in grant order. */
 static atomic_int grant_seq;
