@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "service/pipeline.h"
 #include "service/service.h"
 
 /* Sent as the answer, in one place: status code and JSON body (owned by this call). */
@@ -150,7 +151,29 @@ static enum MHD_Result answer_sale(struct MHD_Connection *conn, const char *item
     return answer_json(conn, info->http_status, body, NULL, NULL);
 }
 
-static enum MHD_Result route_sale(struct MHD_Connection *conn)
+/* The event loop's sale (atomic): suspend the connection, queue the sale; the pipeline
+ * resumes the connection when it has the answer, and http_handle sends it. */
+static enum MHD_Result queue_sale(struct MHD_Connection *conn, const struct params *p,
+                                  void **req_cls)
+{
+    struct sale_job *j = calloc(1, sizeof(*j));
+
+    if (j == NULL)
+        return MHD_NO;
+    snprintf(j->item, sizeof(j->item), "%s", p->item);
+    j->rq.item = j->item;
+    j->rq.work_ms = p->work_ms;
+    j->rq.release_gap_ms = p->release_gap_ms;
+    j->rq.nested = (int)p->nested;
+    j->conn = conn;
+    *req_cls = j;
+    metrics_in_flight(1);
+    MHD_suspend_connection(conn);
+    pipeline_submit(j);
+    return MHD_YES;
+}
+
+static enum MHD_Result route_sale(struct MHD_Connection *conn, void **req_cls)
 {
     struct params p;
     struct sale_request rq;
@@ -169,6 +192,8 @@ static enum MHD_Result route_sale(struct MHD_Connection *conn)
         return answer_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
                             "the atomic sale is one script: there is no lock to fault");
     }
+    if (svc.event_loop)
+        return queue_sale(conn, &p, req_cls);
     rq = (struct sale_request){ .item = p.item, .work_ms = p.work_ms,
                                 .release_gap_ms = p.release_gap_ms, .nested = (int)p.nested };
     metrics_in_flight(1);
@@ -178,8 +203,9 @@ static enum MHD_Result route_sale(struct MHD_Connection *conn)
     return answer_sale(conn, p.item, &rq.out);
 }
 
-static enum MHD_Result route_inventory(struct MHD_Connection *conn)
+static enum MHD_Result route_inventory(struct MHD_Connection *conn, void **req_cls)
 {
+    (void)req_cls;
     struct params p;
     long long stock = 0, sold = 0;
     char msg[192] = "";
@@ -200,8 +226,9 @@ static enum MHD_Result route_inventory(struct MHD_Connection *conn)
     }
 }
 
-static enum MHD_Result route_metrics(struct MHD_Connection *conn)
+static enum MHD_Result route_metrics(struct MHD_Connection *conn, void **req_cls)
 {
+    (void)req_cls;
     size_t len;
     char *text = metrics_render(&len);
     struct MHD_Response *resp;
@@ -224,13 +251,25 @@ static enum MHD_Result route_metrics(struct MHD_Connection *conn)
 static const struct route {
     const char *path;
     int post_too;
-    enum MHD_Result (*serve)(struct MHD_Connection *conn);
+    enum MHD_Result (*serve)(struct MHD_Connection *conn, void **req_cls);
 } routes[] = {
     { "/inventory/sale", 1, route_sale },
     { "/inventory", 0, route_inventory },
     { "/health", 0, NULL },
     { "/metrics", 0, route_metrics },
 };
+
+/* *req_cls of a request being read; a queued sale's is its job. */
+static int http_seen;
+
+void http_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                    enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)conn, (void)toe;
+    if (*req_cls != NULL && *req_cls != &http_seen)
+        free(*req_cls);
+    *req_cls = NULL;
+}
 
 /* libmicrohttpd calls this at least twice per request. The first call only marks the
  * request (answering then would make 0.9.75 close the connection: no keep-alive); the
@@ -239,12 +278,19 @@ enum MHD_Result http_handle(void *cls, struct MHD_Connection *conn, const char *
                             const char *method, const char *version, const char *upload_data,
                             size_t *upload_data_size, void **req_cls)
 {
-    static int seen;
-
     (void)cls, (void)version, (void)upload_data;
     if (*req_cls == NULL) {
-        *req_cls = &seen;
+        *req_cls = &http_seen;
         return MHD_YES;
+    }
+    if (*req_cls != &http_seen) {
+        /* A queued sale, resumed by the pipeline: its answer is ready. */
+        struct sale_job *j = *req_cls;
+        if (!j->done)
+            return MHD_YES;
+        metrics_in_flight(-1);
+        metrics_sale(j->rq.out.result);
+        return answer_sale(conn, j->item, &j->rq.out);
     }
     if (*upload_data_size != 0) {
         *upload_data_size = 0;
@@ -260,7 +306,7 @@ enum MHD_Result http_handle(void *cls, struct MHD_Connection *conn, const char *
                                r->post_too ? "GET, POST" : "GET");
         }
         if (r->serve)
-            return r->serve(conn);
+            return r->serve(conn, req_cls);
         if (store_ping())
             return answer_json(conn, MHD_HTTP_OK, json_pack("{s:b}", "ok", 1), NULL, NULL);
         return answer_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "redis_unavailable", NULL);

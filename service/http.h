@@ -9,4 +9,8 @@ enum MHD_Result http_handle(void *cls, struct MHD_Connection *conn, const char *
                             const char *method, const char *version, const char *upload_data,
                             size_t *upload_data_size, void **req_cls);
 
+/* MHD_OPTION_NOTIFY_COMPLETED: frees a queued sale's job. */
+void http_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                    enum MHD_RequestTerminationCode toe);
+
 #endif

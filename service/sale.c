@@ -26,7 +26,6 @@ static struct lock_script probe_script = { "probe_enter", lua_probe_enter, "", 0
 static struct lock_script atomic_script = { "sale_atomic", lua_sale_atomic, "", 0 };
 static struct lock_script write_script = { "sale_write", lua_sale_write, "", 0 };
 
-enum { BATCH_MAX = 256 };
 
 /* Parses a whole decimal integer (optional '-'); 0 on success. */
 static int parse_stock(const char *s, long long *out)
@@ -223,12 +222,8 @@ static int sell_under_grant(struct lock_grant *g, long long stock, struct sale_r
     return again;
 }
 
-/* One grant for the first request, then the batch: the first request and, with
- * --combine, the others take (called with the grant held, returns how many it added). */
-typedef int (*batch_fill_fn)(void *arg, struct sale_request **rqs, int room);
-
-static void sell_batch(struct sale_request *first, batch_fill_fn fill, void *arg,
-                       struct sale_request **rqs, int *n)
+void sale_batch(struct sale_request *first, long wait_ms, sale_fill_fn fill, void *arg,
+                struct sale_request **rqs, int *n)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         struct lock_rider read = { 0 };
@@ -245,7 +240,7 @@ static void sell_batch(struct sale_request *first, batch_fill_fn fill, void *arg
             }
         }
         lock_rider_add(&read, "GET stock:{%s}", first->item);
-        st = lock_acquire(svc_lock, first->item, svc.wait_ms, &g, &read, &err);
+        st = lock_acquire(svc_lock, first->item, wait_ms, &g, &read, &err);
         metrics_lock_wait(g.waited_ms);
         *n = 1;
         rqs[0] = first;
@@ -255,7 +250,7 @@ static void sell_batch(struct sale_request *first, batch_fill_fn fill, void *arg
             return;
         }
         if (fill)
-            *n += fill(arg, rqs + 1, BATCH_MAX - 1);
+            *n += fill(arg, rqs + 1, SALE_BATCH_MAX - 1);
         for (int i = 0; i < *n; i++)
             memset(&rqs[i]->out, 0, sizeof(rqs[i]->out));
         char msg[160] = "";
@@ -278,32 +273,48 @@ static void sell_batch(struct sale_request *first, batch_fill_fn fill, void *arg
     set_all(rqs, *n, SALE_REDIS_DOWN, NULL);
 }
 
-/* The atomic baseline: n sales of one item in one script, no lock. */
-static void sell_atomic(struct sale_request **rqs, int n)
-{
-    redisContext *c = store_conn();
-    const char *item = rqs[0]->item;
+/* The atomic script's keys and args for n sales of item, into argv (5 strings, kept in
+ * the caller's buf). */
+struct atomic_call {
     char keys[3][96], count[16];
-    const char *argv[] = { keys[0], keys[1], keys[2], svc.name, count };
-    struct lock_error err = { 0 };
-    redisReply *r;
+    const char *argv[5];
+};
 
-    if (c == NULL) {
-        set_all(rqs, n, SALE_REDIS_DOWN, NULL);
-        return;
-    }
-    metrics_batch(n);
-    snprintf(keys[0], sizeof(keys[0]), "stock:{%s}", item);
-    snprintf(keys[1], sizeof(keys[1]), "sold:{%s}", item);
-    snprintf(keys[2], sizeof(keys[2]), "orders:{%s}", item);
-    snprintf(count, sizeof(count), "%d", n);
-    r = lock_script_eval(c, &atomic_script, 3, 2, argv, &err);
-    if (r == NULL) {
-        if (err.io)
-            store_drop();
-        set_all(rqs, n, err.io ? SALE_REDIS_DOWN : SALE_ERROR, err.io ? NULL : err.msg);
-        return;
-    }
+static void atomic_call_init(struct atomic_call *a, const char *item, int n)
+{
+    snprintf(a->keys[0], sizeof(a->keys[0]), "stock:{%s}", item);
+    snprintf(a->keys[1], sizeof(a->keys[1]), "sold:{%s}", item);
+    snprintf(a->keys[2], sizeof(a->keys[2]), "orders:{%s}", item);
+    snprintf(a->count, sizeof(a->count), "%d", n);
+    a->argv[0] = a->keys[0], a->argv[1] = a->keys[1], a->argv[2] = a->keys[2];
+    a->argv[3] = svc.name, a->argv[4] = a->count;
+}
+
+int sale_atomic_format(const char *item, int n, char **cmd, struct lock_error *err)
+{
+    struct atomic_call a;
+    const char *argv[8] = { "EVALSHA", atomic_script.sha, "3" };
+    int len;
+
+    atomic_call_init(&a, item, n);
+    for (int i = 0; i < 5; i++)
+        argv[3 + i] = a.argv[i];
+    len = redisFormatCommandArgv(cmd, 8, argv, NULL);
+    if (len < 0)
+        lock_fail(err, NULL, "cannot format the sale script");
+    return len;
+}
+
+int sale_atomic_load(redisContext *c, struct lock_error *err)
+{
+    return lock_script_load(c, &atomic_script, err);
+}
+
+void sale_atomic_result(const redisReply *r, struct sale_request **rqs, int n)
+{
+    const char *item = rqs[0]->item;
+    char msg[160];
+
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER) {
         long long k = r->element[0]->integer, left = r->element[1]->integer;
@@ -312,173 +323,51 @@ static void sell_atomic(struct sale_request **rqs, int n)
             rqs[i]->out.remaining = i < k ? left + k - 1 - i : 0;
         }
     } else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "unknown_item")) {
-        char msg[160];
         snprintf(msg, sizeof(msg), "no stock key stock:{%s}; set it with deploy/stock", item);
         set_all(rqs, n, SALE_UNKNOWN_ITEM, msg);
     } else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "bad_stock")) {
-        char msg[160];
         snprintf(msg, sizeof(msg), "stock:{%s} does not hold an integer", item);
         set_all(rqs, n, SALE_BAD_STOCK, msg);
     } else {
-        set_all(rqs, n, SALE_ERROR, r->type == REDIS_REPLY_ERROR ? r->str : "sale script: unexpected reply");
+        snprintf(msg, sizeof(msg), "sale script: %.120s",
+                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        set_all(rqs, n, SALE_ERROR, msg);
     }
-    freeReplyObject(r);
 }
 
-/* --- combining: the sales of one item waiting in this process share one grant. --- */
-
-/* A sale waiting in its item's line; lives on its thread's stack. */
-struct waiting_sale {
-    struct sale_request *rq;
-    pthread_cond_t cv;
-    int taken;                    /* a leader serves it now: it waits for the outcome */
-    int done;                     /* its outcome is set */
-    long long deadline_ms;        /* monotonic: it waits no longer than --wait-ms */
-    struct waiting_sale *next;
-};
-
-/* An item's line. Created on first use, kept for the process's life. */
-struct item_line {
-    char item[ITEM_MAX + 1];
-    pthread_mutex_t mu;           /* guards everything below */
-    struct waiting_sale *first, *last;
-    int serving;                  /* a leader is selling for this item now */
-    struct item_line *next;
-};
-
-static pthread_mutex_t lines_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct item_line *lines;   /* guarded by lines_mu; never freed */
-
-static struct item_line *line_for(const char *item)
+/* The atomic baseline: n sales of one item in one script, no lock. */
+static void sell_atomic(struct sale_request **rqs, int n)
 {
-    struct item_line *l;
+    redisContext *c = store_conn();
+    struct lock_error err = { 0 };
+    struct atomic_call a;
+    redisReply *r;
 
-    pthread_mutex_lock(&lines_mu);
-    for (l = lines; l; l = l->next)
-        if (strcmp(l->item, item) == 0)
-            break;
-    if (l == NULL && (l = calloc(1, sizeof(*l))) != NULL) {
-        snprintf(l->item, sizeof(l->item), "%s", item);
-        pthread_mutex_init(&l->mu, NULL);
-        l->next = lines;
-        lines = l;
-    }
-    pthread_mutex_unlock(&lines_mu);
-    return l;
-}
-
-static void line_remove(struct item_line *l, struct waiting_sale *w)
-{
-    struct waiting_sale *prev = NULL;
-
-    for (struct waiting_sale **p = &l->first; *p; prev = *p, p = &(*p)->next)
-        if (*p == w) {
-            *p = w->next;
-            if (l->last == w)
-                l->last = prev;
-            return;
-        }
-}
-
-/* Takes up to room sales from the front of the line whose time has not run out. */
-static int take_waiting(void *arg, struct sale_request **rqs, int room)
-{
-    struct item_line *l = arg;
-    long long now = lock_now_ms();
-    int n = 0;
-
-    if (room > svc.combine - 1)
-        room = svc.combine - 1;
-    pthread_mutex_lock(&l->mu);
-    for (struct waiting_sale *w = l->first; w && n < room; w = w->next)
-        if (w->deadline_ms > now && !w->taken) {
-            w->taken = 1;
-            rqs[n++] = w->rq;
-        }
-    pthread_mutex_unlock(&l->mu);
-    return n;
-}
-
-static void sell_combined(struct sale_request *rq)
-{
-    struct item_line *l = line_for(rq->item);
-    struct sale_request *batch[BATCH_MAX];
-    struct waiting_sale w = { .rq = rq };
-    pthread_condattr_t attr;
-    int n = 0;
-
-    if (l == NULL) {
-        rq->out.result = SALE_ERROR;
-        snprintf(rq->out.message, sizeof(rq->out.message), "out of memory");
+    if (c == NULL) {
+        set_all(rqs, n, SALE_REDIS_DOWN, NULL);
         return;
     }
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&w.cv, &attr);
-    pthread_condattr_destroy(&attr);
-    w.deadline_ms = lock_now_ms() + svc.wait_ms;
-
-    pthread_mutex_lock(&l->mu);
-    if (l->last)
-        l->last->next = &w;
-    else
-        l->first = &w;
-    l->last = &w;
-    /* Wait until served by a leader, or first in line with no leader: then lead. */
-    while (!w.done && (w.taken || l->serving || l->first != &w)) {
-        struct timespec ts = { w.deadline_ms / 1000, (w.deadline_ms % 1000) * 1000000L };
-        if (w.taken) {
-            pthread_cond_wait(&w.cv, &l->mu); /* served within the leader's grant */
-        } else if (pthread_cond_timedwait(&w.cv, &l->mu, &ts) == ETIMEDOUT &&
-                   !w.taken && (l->serving || l->first != &w)) {
-            line_remove(l, &w);
-            rq->out.result = SALE_LOCK_TIMEOUT;
-            atomic_fetch_add(&svc_lock->timeouts, 1);
-            goto out_unlock;
-        }
+    metrics_batch(n);
+    atomic_call_init(&a, rqs[0]->item, n);
+    r = lock_script_eval(c, &atomic_script, 3, 2, a.argv, &err);
+    if (r == NULL) {
+        if (err.io)
+            store_drop();
+        set_all(rqs, n, err.io ? SALE_REDIS_DOWN : SALE_ERROR, err.io ? NULL : err.msg);
+        return;
     }
-    if (w.done)
-        goto out_unlock;
-    l->serving = 1;
-    line_remove(l, &w);
-    pthread_mutex_unlock(&l->mu);
-
-    if (svc.atomic) {
-        batch[0] = rq;
-        n = 1 + take_waiting(l, batch + 1, BATCH_MAX - 1);
-        sell_atomic(batch, n);
-    } else {
-        sell_batch(rq, take_waiting, l, batch, &n);
-    }
-
-    pthread_mutex_lock(&l->mu);
-    /* The batch's others are still in the line, untouched until now: answer them. */
-    for (struct waiting_sale *o = l->first, *next; o; o = next) {
-        next = o->next;
-        if (o->taken) {
-            line_remove(l, o);
-            o->done = 1;
-            pthread_cond_signal(&o->cv);
-        }
-    }
-    l->serving = 0;
-    if (l->first)
-        pthread_cond_signal(&l->first->cv);
-out_unlock:
-    pthread_mutex_unlock(&l->mu);
-    pthread_cond_destroy(&w.cv);
+    sale_atomic_result(r, rqs, n);
+    freeReplyObject(r);
 }
 
 void sale_run(struct sale_request *rq)
 {
-    struct sale_request *batch[BATCH_MAX];
+    struct sale_request *batch[1];
     int n;
 
     memset(&rq->out, 0, sizeof(rq->out));
-    if (svc.combine > 1)
-        sell_combined(rq);
-    else if (svc.atomic)
+    if (svc.atomic)
         sell_atomic(&rq, 1);
     else
-        sell_batch(rq, NULL, NULL, batch, &n);
+        sale_batch(rq, svc.wait_ms, NULL, NULL, batch, &n);
 }

@@ -17,6 +17,8 @@ struct service_config {
     const struct lock_ops *ops;  /* the lock; `none` for the atomic baseline */
     const char *version;         /* the name answers and metrics show ("v8", "atomic") */
     int atomic;                  /* the atomic baseline: the whole sale is one script */
+    int event_loop;              /* sales go through pipeline.c (the atomic sale, unless
+                                    --combine asks for the thread-per-connection path) */
     enum lock_wait wait;         /* as asked (LOCK_WAIT_DEFAULT: the version's) */
     int combine;                 /* sales served under one grant, at most (1: off) */
     long ttl_ms, wait_ms, retry_ms;
@@ -66,8 +68,22 @@ struct sale_request {
     int nested;             /* fault: take the same lock again inside the sale */
     struct sale_outcome out;
 };
-/* Serves rq: alone, or in a batch with other sales of its item (--combine). */
+/* Serves rq alone, on the calling thread (thread per connection). */
 void sale_run(struct sale_request *rq);
+/* Takes the lock for first's item (waiting up to wait_ms), then asks fill (if any) for
+ * more sales of the item to serve under the same grant: up to room, returns how many.
+ * Sells them in one critical section; rqs[0..*n) are the sales served (first is rqs[0]),
+ * each with its outcome. fill runs with the grant held. */
+enum { SALE_BATCH_MAX = 256 };
+typedef int (*sale_fill_fn)(void *arg, struct sale_request **rqs, int room);
+void sale_batch(struct sale_request *first, long wait_ms, sale_fill_fn fill, void *arg,
+                struct sale_request **rqs, int *n);
+/* The atomic sale's pieces, for the event loop (pipeline.c): the EVALSHA of n sales of
+ * item as RESP in *cmd (caller frees; returns its length, -1), the script's load, and
+ * the outcomes of its reply. */
+int sale_atomic_format(const char *item, int n, char **cmd, struct lock_error *err);
+int sale_atomic_load(redisContext *c, struct lock_error *err);
+void sale_atomic_result(const redisReply *r, struct sale_request **rqs, int n);
 /* Reads stock and sold; SALE_OK, SALE_UNKNOWN_ITEM, SALE_BAD_STOCK or SALE_REDIS_DOWN. */
 enum sale_result inventory_read(const char *item, long long *stock, long long *sold, char *msg,
                                 size_t msg_size);

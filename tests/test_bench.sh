@@ -10,8 +10,8 @@ out=$T_TMP/bench.json
 loadtest/bench --quick --out "$out" > "$T_TMP/bench.out" 2>&1; rc=$?
 tail -n 9 "$T_TMP/bench.out"
 check_eq "loadtest/bench --quick ran every mode" 0 "$rc"
-check_eq "  five modes in bench.json" \
-    "atomic atomic-combine v8-notify v8-notify-combine v8-poll" \
+check_eq "  four modes in bench.json" \
+    "atomic v8-notify v8-notify-combine v8-poll" \
     "$(jq -r '[.modes[].mode] | sort | join(" ")' "$out" 2>/dev/null)"
 check_eq "  no mode oversold" 0 "$(jq '[.modes[] | select(.oversold != 0)] | length' "$out" 2>/dev/null)"
 check_eq "  every 200 has its ledger entry, in every mode" true "$(jq '[.modes[].ledger_ok] | all' "$out" 2>/dev/null)"
@@ -23,7 +23,7 @@ check "  RSS of each instance was sampled" jq -e '[.rows[].rss_mb | length == 2]
 echo '{"rows":[{"lock":"v8","scenario":"load","oversold":0,"sales_per_s":5}]}' > "$T_TMP/evo.json"
 build/evolution-report "$T_TMP/evo.json" "$T_TMP/page.html" "$out"
 check "the report page takes bench.json: its section" grep -q "Speed under contention" "$T_TMP/page.html"
-check "  a bar per mode" test "$(grep -o 'fill="#9467bd"' "$T_TMP/page.html" | wc -l)" -eq 5
+check "  a bar per mode" test "$(grep -o 'fill="#9467bd"' "$T_TMP/page.html" | wc -l)" -eq 4
 check "  and v8-notify-combine's row" grep -q "<td>v8-notify-combine</td>" "$T_TMP/page.html"
 loadtest/bench --modes nonsense > /dev/null 2>&1; rc=$?
 check_eq "an unknown mode: bad usage" 2 "$rc"
