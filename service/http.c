@@ -266,8 +266,12 @@ void http_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                     enum MHD_RequestTerminationCode toe)
 {
     (void)cls, (void)conn, (void)toe;
-    if (*req_cls != NULL && *req_cls != &http_seen)
-        free(*req_cls);
+    if (*req_cls != NULL && *req_cls != &http_seen) {
+        struct sale_job *j = *req_cls;
+        if (!j->answered)
+            metrics_in_flight(-1); /* the client left before its answer */
+        free(j);
+    }
     *req_cls = NULL;
 }
 
@@ -288,6 +292,7 @@ enum MHD_Result http_handle(void *cls, struct MHD_Connection *conn, const char *
         struct sale_job *j = *req_cls;
         if (!j->done)
             return MHD_YES;
+        j->answered = 1;
         metrics_in_flight(-1);
         metrics_sale(j->rq.out.result);
         return answer_sale(conn, j->item, &j->rq.out);

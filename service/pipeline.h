@@ -14,6 +14,7 @@ struct sale_job {
     char item[ITEM_MAX + 1];
     struct MHD_Connection *conn;
     int done;                     /* rq.out is set; written before the resume */
+    int answered;                 /* the handler queued its answer (http.c) */
     long long deadline_ms;        /* monotonic: a locked sale waits no longer */
     struct sale_job *next;        /* the pipeline's queue */
 };
