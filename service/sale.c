@@ -1,14 +1,12 @@
-/* sale.c - The sale: read stock, decide, write stock, sold and the ledger, under a grant;
- * with --combine, the sales of one item waiting in this process share one grant. */
+/* sale.c - The sale: read stock, decide, write stock, sold and the ledger, under a grant.
+ * One grant serves one sale, or a batch of them (--combine; pipeline.c gathers it). */
 #include "service/service.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "lua_scripts.h"
 
