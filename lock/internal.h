@@ -4,6 +4,8 @@
 #ifndef LOCK_INTERNAL_H
 #define LOCK_INTERNAL_H
 
+#include <time.h>
+
 #include "lock/lock.h"
 
 /* A store's release or renew: the lock was not (or no longer) ours; nothing changed.
@@ -16,6 +18,9 @@
 #define LOCK_R_NIL     (1 << REDIS_REPLY_NIL)
 #define LOCK_R_STATUS  (1 << REDIS_REPLY_STATUS)
 #define LOCK_R_ARRAY   (1 << REDIS_REPLY_ARRAY)
+
+/* lock.c: the wall-clock time ms from now, for the pthread calls that take one. */
+struct timespec lock_realtime_in(long ms);
 
 /* --- lock/redis.c: every command a store sends goes through one of these two. --- */
 
@@ -33,6 +38,9 @@ redisReply *lock_eval(struct lock_client *lc, struct lock_script *s, int types, 
  * them and clear them; lock_riders_flush sends what a store left unsent, alone. */
 void lock_riders_set(struct lock_client *lc, struct lock_rider *before, struct lock_rider *after);
 int lock_riders_flush(struct lock_client *lc, struct lock_error *err);
+/* The teaching gap inside a release (g->release_gap_ms): what rides with the release
+ * (the sale's writes) is sent first, alone, so that the gap delays only the release. */
+void lock_release_gap(struct lock_client *lc, const struct lock_grant *g);
 int lock_redis_init(struct lock_client *lc, struct lock_error *err);
 void lock_redis_destroy(struct lock_client *lc);
 /* A new connection of the caller's own (the subscriber's): NULL with err filled. */

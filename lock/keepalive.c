@@ -79,13 +79,7 @@ static void *watchdog_main(void *arg)
 
     pthread_mutex_lock(&w->mu);
     while (!w->stopping) {
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += period / 1000;
-        until.tv_nsec += (period % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        until = lock_realtime_in(period);
         /* Sleeps a full period, or until stopped; with nothing held it issues no command. */
         while (!w->stopping && pthread_cond_timedwait(&w->cv, &w->mu, &until) != ETIMEDOUT)
             ;

@@ -59,6 +59,20 @@ long long lock_now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+struct timespec lock_realtime_in(long ms)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
 void lock_sleep_ms(long ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -220,10 +234,9 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct lock_rider
     struct lock_rider notice = { 0 };
     int st = LOCK_OK, lost = 0;
 
-    /* A lock kept in the process has no command to ride with, and a release with a
-     * teaching gap sleeps before its first command: then the writes go first, alone. */
+    /* A lock kept in the process has no command to ride with: the writes go first. */
     lock_riders_set(lc, rider, NULL);
-    if (!lc->ops->remote || g->release_gap_ms > 0) {
+    if (!lc->ops->remote) {
         st = lock_riders_flush(lc, err);
         rider = NULL;
     }

@@ -78,13 +78,7 @@ int lock_mutex_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
 
     if (mu == NULL)
         return lock_fail(err, NULL, "too many distinct items for the local mutex table");
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += wait_ms / 1000;
-    until.tv_nsec += (wait_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    until = lock_realtime_in(wait_ms);
     rc = pthread_mutex_timedlock(mu, &until);
     if (rc == ETIMEDOUT || rc == EDEADLK)
         return LOCK_TIMEOUT;
@@ -98,9 +92,8 @@ int lock_mutex_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
 
 int lock_mutex_release(struct lock_client *lc, struct lock_grant *g, struct lock_error *err)
 {
-    (void)lc, (void)err;
-    if (g->release_gap_ms > 0)
-        lock_sleep_ms(g->release_gap_ms);
+    (void)err;
+    lock_release_gap(lc, g);
     pthread_mutex_unlock(g->priv);
     g->priv = NULL;
     return LOCK_OK;

@@ -11,9 +11,8 @@ static int none_try_acquire(struct lock_client *lc, struct lock_grant *g, long w
 
 static int none_release(struct lock_client *lc, struct lock_grant *g, struct lock_error *err)
 {
-    (void)lc, (void)err;
-    if (g->release_gap_ms > 0)
-        lock_sleep_ms(g->release_gap_ms);
+    (void)err;
+    lock_release_gap(lc, g);
     return LOCK_OK;
 }
 

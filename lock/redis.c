@@ -293,6 +293,17 @@ int lock_riders_flush(struct lock_client *lc, struct lock_error *err)
     return LOCK_OK;
 }
 
+void lock_release_gap(struct lock_client *lc, const struct lock_grant *g)
+{
+    struct lock_error err;
+
+    if (g->release_gap_ms <= 0)
+        return;
+    /* A failure here leaves the connection broken: the release's own command reports it. */
+    lock_riders_flush(lc, &err);
+    lock_sleep_ms(g->release_gap_ms);
+}
+
 redisReply *lock_script_eval(redisContext *c, struct lock_script *s, int nkeys, int nargs,
                              const char **argv, struct lock_error *err)
 {

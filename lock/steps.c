@@ -13,8 +13,7 @@ int lock_del_release(struct lock_client *lc, struct lock_grant *g, struct lock_e
     redisReply *r;
     int st;
 
-    if (g->release_gap_ms > 0)
-        lock_sleep_ms(g->release_gap_ms);
+    lock_release_gap(lc, g);
     r = lock_command(lc, LOCK_R_INTEGER, err, "DEL %s", g->key);
     if (r == NULL)
         return LOCK_ERROR;
@@ -82,8 +81,7 @@ int lock_hash_release(struct lock_client *lc, struct lock_grant *g, struct lock_
     redisReply *r;
     int st;
 
-    if (g->release_gap_ms > 0)
-        lock_sleep_ms(g->release_gap_ms);
+    lock_release_gap(lc, g);
     r = lock_eval(lc, &hash_release, LOCK_R_INTEGER, 1, 1, argv, err);
     if (r == NULL)
         return LOCK_ERROR;

@@ -17,8 +17,7 @@ static int v5_release(struct lock_client *lc, struct lock_grant *g, struct lock_
     if (!mine)
         return LOCK_NOT_OWNER;
 
-    if (g->release_gap_ms > 0)
-        lock_sleep_ms(g->release_gap_ms);
+    lock_release_gap(lc, g);
     r = lock_command(lc, LOCK_R_INTEGER, err, "DEL %s", g->key);
     if (r == NULL)
         return LOCK_ERROR;

@@ -13,8 +13,7 @@ static int v6_release(struct lock_client *lc, struct lock_grant *g, struct lock_
     redisReply *r;
     int mine;
 
-    if (g->release_gap_ms > 0)
-        lock_sleep_ms(g->release_gap_ms);
+    lock_release_gap(lc, g);
     r = lock_eval(lc, &release_script, LOCK_R_INTEGER, 1, 1, argv, err);
     if (r == NULL)
         return LOCK_ERROR;

@@ -31,6 +31,7 @@ static int started;
 struct group {
     struct sale_request *rqs[GROUP_MAX];
     int n;
+    int answered;                 /* its reply came and set the outcomes */
 };
 
 static void fail_all(struct sale_job *jobs, enum sale_result res, const char *msg)
@@ -42,45 +43,55 @@ static void fail_all(struct sale_job *jobs, enum sale_result res, const char *ms
     }
 }
 
-/* Sends one script per group, all in one write, and reads every reply. 0 when all came
- * back; -1 on an I/O error (the outcomes then say redis_unavailable). */
-static int run_groups(redisContext *c, struct group *groups, int ng, struct lock_error *err)
+/* Sends one script per group not yet answered, all in one write, and reads every reply;
+ * a group Redis refused with NOSCRIPT (it forgot the script: a restart) goes again once
+ * the script is loaded. Groups still unanswered on an I/O error say redis_unavailable:
+ * their sales are not known to be sold. */
+static void run_groups(redisContext *c, struct group *groups, int ng)
 {
-    for (int attempt = 0; attempt < 2; attempt++) {
-        int noscript = 0;
+    struct lock_error err = { 0 };
 
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int left = 0;
+
+        if (attempt == 1 && sale_atomic_load(c, 1, &err) != LOCK_OK)
+            break;
         for (int g = 0; g < ng; g++) {
             char *cmd;
-            int len = sale_atomic_format(groups[g].rqs[0]->item, groups[g].n, &cmd, err);
-            if (len < 0)
-                return -1;
+            int len;
+            if (groups[g].answered)
+                continue;
+            if ((len = sale_atomic_format(groups[g].rqs[0]->item, groups[g].n, &cmd, &err)) < 0)
+                goto out_fail;
             redisAppendFormattedCommand(c, cmd, (size_t)len);
             free(cmd);
         }
         for (int g = 0; g < ng; g++) {
             redisReply *r;
-            if (redisGetReply(c, (void **)&r) != REDIS_OK) {
-                lock_fail(err, c, "sale script");
-                return -1;
-            }
-            if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0)
-                noscript = 1; /* nothing of this group ran: all of them again, below */
-            else
+            if (groups[g].answered)
+                continue;
+            if (redisGetReply(c, (void **)&r) != REDIS_OK)
+                goto out_fail;
+            if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+                left++;
+            } else {
                 sale_atomic_result(r, groups[g].rqs, groups[g].n);
+                groups[g].answered = 1;
+                metrics_batch(groups[g].n);
+            }
             freeReplyObject(r);
         }
-        if (!noscript)
-            return 0;
-        /* Redis forgot the script (a restart): load it, send the groups it refused. */
-        if (sale_atomic_load(c, err) != LOCK_OK)
-            return err->io ? -1 : 0;
-        int kept = 0;
-        for (int g = 0; g < ng; g++)
-            if (groups[g].rqs[0]->out.result == SALE_OK && groups[g].rqs[0]->out.remaining == -1)
-                groups[kept++] = groups[g];
-        ng = kept;
+        if (left == 0)
+            return;
     }
-    return 0;
+
+out_fail:
+    if (c->err)
+        store_drop();
+    for (int g = 0; g < ng; g++)
+        if (!groups[g].answered)
+            for (int i = 0; i < groups[g].n; i++)
+                groups[g].rqs[i]->out.result = c->err ? SALE_REDIS_DOWN : SALE_ERROR;
 }
 
 /* One round: the queued jobs grouped by item, sold, answered. */
@@ -95,7 +106,7 @@ static void serve(struct sale_job *jobs)
         fail_all(jobs, SALE_REDIS_DOWN, NULL);
         return;
     }
-    if (sale_atomic_load(c, &err) != LOCK_OK) {
+    if (sale_atomic_load(c, 0, &err) != LOCK_OK) {
         if (err.io)
             store_drop();
         fail_all(jobs, err.io ? SALE_REDIS_DOWN : SALE_ERROR, err.io ? NULL : err.msg);
@@ -103,37 +114,26 @@ static void serve(struct sale_job *jobs)
     }
     for (struct sale_job *j = jobs; j; j = j->next) {
         int g;
-        /* Marks "not answered yet": run_groups resends a group that still says so. */
-        j->rq.out.result = SALE_OK;
-        j->rq.out.remaining = -1;
         for (g = 0; g < ng; g++)
             if (strcmp(groups[g].rqs[0]->item, j->rq.item) == 0 && groups[g].n < GROUP_MAX)
                 break;
         if (g == ng) {
             if (ng == (int)(sizeof(groups) / sizeof(groups[0]))) {
                 /* More items at once than groups: sell these now, the rest after. */
-                if (run_groups(c, groups, ng, &err) != 0)
-                    goto out_down;
-                for (int k = 0; k < ng; k++)
-                    metrics_batch(groups[k].n);
+                run_groups(c, groups, ng);
+                if ((c = store_conn()) == NULL) {
+                    for (struct sale_job *k = j; k; k = k->next)
+                        k->rq.out.result = SALE_REDIS_DOWN;
+                    return;
+                }
                 ng = g = 0;
             }
-            groups[ng++].n = 0;
+            groups[ng].n = groups[ng].answered = 0;
+            ng++;
         }
         groups[g].rqs[groups[g].n++] = &j->rq;
     }
-    if (run_groups(c, groups, ng, &err) != 0)
-        goto out_down;
-    for (int k = 0; k < ng; k++)
-        metrics_batch(groups[k].n);
-    return;
-
-out_down:
-    store_drop();
-    /* Sales whose reply never came: not known to be sold. */
-    for (struct sale_job *j = jobs; j; j = j->next)
-        if (j->rq.out.result == SALE_OK && j->rq.out.remaining == -1)
-            j->rq.out.result = SALE_REDIS_DOWN;
+    run_groups(c, groups, ng);
 }
 
 static void *pipeline_main(void *arg)

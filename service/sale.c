@@ -303,8 +303,10 @@ int sale_atomic_format(const char *item, int n, char **cmd, struct lock_error *e
     return len;
 }
 
-int sale_atomic_load(redisContext *c, struct lock_error *err)
+int sale_atomic_load(redisContext *c, int again, struct lock_error *err)
 {
+    if (!again && atomic_load(&atomic_script.loaded))
+        return LOCK_OK;
     return lock_script_load(c, &atomic_script, err);
 }
 

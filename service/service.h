@@ -79,10 +79,10 @@ typedef int (*sale_fill_fn)(void *arg, struct sale_request **rqs, int room);
 void sale_batch(struct sale_request *first, long wait_ms, sale_fill_fn fill, void *arg,
                 struct sale_request **rqs, int *n);
 /* The atomic sale's pieces, for the event loop (pipeline.c): the EVALSHA of n sales of
- * item as RESP in *cmd (caller frees; returns its length, -1), the script's load, and
- * the outcomes of its reply. */
+ * item as RESP in *cmd (caller frees; returns its length, -1), the script's load (once,
+ * or again when Redis said NOSCRIPT), and the outcomes of its reply. */
 int sale_atomic_format(const char *item, int n, char **cmd, struct lock_error *err);
-int sale_atomic_load(redisContext *c, struct lock_error *err);
+int sale_atomic_load(redisContext *c, int again, struct lock_error *err);
 void sale_atomic_result(const redisReply *r, struct sale_request **rqs, int n);
 /* Reads stock and sold; SALE_OK, SALE_UNKNOWN_ITEM, SALE_BAD_STOCK or SALE_REDIS_DOWN. */
 enum sale_result inventory_read(const char *item, long long *stock, long long *sold, char *msg,

@@ -79,5 +79,10 @@ wait_all
 codes=$(cat "$T_TMP"/a* | sort | uniq -c | awk '{ printf "%s x %s ", $2, $1 }')
 check_eq "atomic --combine: 20 sales of stock 7: seven 200s, thirteen 409s" "200 x 7 409 x 13 " "$codes"
 check_eq "  sold 7, ledger 7" "7 7" "$(rcli get 'sold:{atom}') $(rcli xlen 'orders:{atom}')"
+rcli set 'stock:{atom}' 3 >/dev/null
+rcli script flush >/dev/null
+code=$(curl -s -m 30 -o "$T_TMP/atom" -w '%{http_code}' "http://127.0.0.1:$A/inventory/sale?item=atom")
+check_eq "atomic: after SCRIPT FLUSH the pipeline loads the script again and sells" 200 "$code"
+check "  remaining 2" grep -q '"remaining":2' "$T_TMP/atom"
 
 t_report
