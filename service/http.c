@@ -151,8 +151,8 @@ static enum MHD_Result answer_sale(struct MHD_Connection *conn, const char *item
     return answer_json(conn, info->http_status, body, NULL, NULL);
 }
 
-/* The event loop's sale (atomic): suspend the connection, queue the sale; the pipeline
- * resumes the connection when it has the answer, and http_handle sends it. */
+/* The event loop's sale (atomic or combined): suspend the connection, queue the sale; the
+ * pipeline resumes the connection when it has the answer, and http_handle sends it. */
 static enum MHD_Result queue_sale(struct MHD_Connection *conn, const struct params *p,
                                   void **req_cls)
 {
