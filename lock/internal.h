@@ -74,6 +74,8 @@ int lock_wait_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms
 /* Before the store's release: arranges the notification (notify: PUBLISH rides along). */
 void lock_wait_releasing(struct lock_client *lc, const struct lock_grant *g,
                          struct lock_rider *notice);
+/* 1 when another process has asked for g's lock since g was granted (notify only). */
+int lock_wait_is_wanted(struct lock_client *lc, const struct lock_grant *g);
 /* After the store's release, whatever it returned: the next local waiter's turn. */
 void lock_wait_released(struct lock_client *lc, struct lock_grant *g);
 

@@ -271,3 +271,8 @@ int lock_grant_is_lost(struct lock_client *lc, const struct lock_grant *g)
         return lock_keepalive_is_lost(lc, g);
     return g->valid_until_ms != 0 && lock_now_ms() >= g->valid_until_ms;
 }
+
+int lock_grant_is_wanted(struct lock_client *lc, const struct lock_grant *g)
+{
+    return lock_wait_is_wanted(lc, g);
+}

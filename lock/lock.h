@@ -166,6 +166,11 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct lock_rider
  * lease's time ran out. */
 int lock_grant_is_lost(struct lock_client *lc, const struct lock_grant *g);
 
+/* 1 when a waiter in another process has asked for the lock since g was granted (it
+ * was refused and said so on the lock's channel; notify only, else always 0). A holder
+ * that serves more work under one grant gives it up early when asked. */
+int lock_grant_is_wanted(struct lock_client *lc, const struct lock_grant *g);
+
 /* The calling thread's connection to the data Redis, owned by the library (connected or
  * reconnected as needed); NULL with err filled when Redis is unreachable. Use it only on
  * this thread; call lock_redis_drop() after an I/O error on it. */

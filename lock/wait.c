@@ -12,11 +12,16 @@
  *         the count moves: a release between its try and its sleep still wakes it. It
  *         never sleeps past the holder's remaining lease (a lost message costs at most
  *         that), and while the subscriber is disconnected it polls.
+ *         Between processes: a refused waiter says so (PUBLISH lock:{I} "wanted <id>");
+ *         a holder may ask lock_grant_is_wanted() and give the lock up early, and then
+ *         its process's next try waits for the other's release (at most retry_ms), so
+ *         the lock goes to the one that asked instead of back to the holder.
  */
 #include "lock/internal.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -36,6 +41,10 @@ struct key_queue {
     struct waiter *first, *last;  /* first come first served; first asks Redis */
     char holder[LOCK_OWNER_MAX];  /* the owner that holds it through this queue */
     int holds;                    /* its grants not yet released (nested ones too) */
+    unsigned long wanted;         /* "wanted" messages seen from other processes */
+    unsigned long wanted_at_grant;/* wanted when the holder's grant was made */
+    long long yield_until;        /* monotonic: we gave the lock up to another process
+                                     that asked; our next try waits for its release */
     struct key_queue *next;
 };
 
@@ -112,6 +121,28 @@ static void bump_all(struct notify *n)
     pthread_mutex_unlock(&n->table_mu);
 }
 
+/* A message on a lock's channel: "released <instance id>" or "wanted <instance id>".
+ * Our own are ignored: a release in this process hands over to the local queue
+ * directly (lock_wait_released), and we do not ask ourselves for the lock. */
+static void heard(struct notify *n, const redisReply *channel, const char *payload)
+{
+    const char *id = strchr(payload, ' ');
+    struct key_queue *q;
+
+    if (id == NULL || strcmp(id + 1, n->lc->cfg.instance_id) == 0)
+        return;
+    q = queue_for(n, channel->str, channel->len, 0);
+    if (strncmp(payload, "released ", 9) == 0) {
+        atomic_fetch_add(&n->lc->notifications, 1);
+        if (q)
+            queue_bump(q);
+    } else if (strncmp(payload, "wanted ", 7) == 0 && q) {
+        pthread_mutex_lock(&q->mu);
+        q->wanted++;
+        pthread_mutex_unlock(&q->mu);
+    }
+}
+
 static void *subscriber_main(void *arg)
 {
     struct notify *n = arg;
@@ -140,12 +171,9 @@ static void *subscriber_main(void *arg)
         /* ["pmessage", pattern, channel, payload] per release, until the connection ends. */
         while (!atomic_load(&n->stopping) && redisGetReply(c, (void **)&r) == REDIS_OK) {
             if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
-                r->element[2]->type == REDIS_REPLY_STRING) {
-                struct key_queue *q = queue_for(n, r->element[2]->str, r->element[2]->len, 0);
-                atomic_fetch_add(&n->lc->notifications, 1);
-                if (q)
-                    queue_bump(q);
-            }
+                r->element[2]->type == REDIS_REPLY_STRING &&
+                r->element[3]->type == REDIS_REPLY_STRING)
+                heard(n, r->element[2], r->element[3]->str);
             freeReplyObject(r);
         }
         atomic_store(&n->connected, 0);
@@ -239,12 +267,39 @@ static int poll_acquire(struct lock_client *lc, struct lock_grant *g, long wait_
     }
 }
 
+/* "<what> <instance id>", a message on a lock's channel, into buf; returns buf. */
+static const char *message(const struct lock_client *lc, const char *what,
+                           char (*buf)[LOCK_OWNER_MAX])
+{
+    snprintf(*buf, sizeof(*buf), "%s %s", what, lc->cfg.instance_id);
+    return *buf;
+}
+
+/* Refused: tells the holder's process that we wait (it may give the lock up early). */
+static void ask_holder(struct lock_client *lc, const struct lock_grant *g)
+{
+    struct lock_error ignored;
+
+    char msg[LOCK_OWNER_MAX];
+
+    freeReplyObject(lock_command(lc, LOCK_R_INTEGER, &ignored, "PUBLISH %s %s", g->key,
+                                 message(lc, "wanted", &msg)));
+}
+
 /* The first waiter's loop: try; refused, sleep until a message for the key, the
  * holder's lease's end, or the deadline. Called and returns with q->mu held. */
 static int notify_try_loop(struct lock_client *lc, struct notify *n, struct key_queue *q,
                            struct waiter *w, struct lock_grant *g, long long deadline,
                            struct lock_rider *rider, struct lock_error *err)
 {
+    if (q->yield_until > lock_now_ms()) {
+        /* We gave the lock up because another process asked: let it take it first. */
+        unsigned long seen = q->messages;
+        long long until = q->yield_until < deadline ? q->yield_until : deadline;
+        while (q->messages == seen && lock_now_ms() < until)
+            cond_wait_until(&w->cv, &q->mu, until);
+    }
+    q->yield_until = 0;
     for (;;) {
         unsigned long seen = q->messages;
         long long now, until;
@@ -252,6 +307,8 @@ static int notify_try_loop(struct lock_client *lc, struct notify *n, struct key_
 
         pthread_mutex_unlock(&q->mu);
         st = try_once(lc, g, 0, rider, err);
+        if (st == LOCK_TIMEOUT)
+            ask_holder(lc, g);
         pthread_mutex_lock(&q->mu);
         now = lock_now_ms();
         if (st != LOCK_TIMEOUT || now >= deadline)
@@ -304,6 +361,7 @@ static int notify_acquire(struct lock_client *lc, struct lock_grant *g, long wai
     if (st == LOCK_OK) {
         strcpy(q->holder, g->owner);
         q->holds = 1;
+        q->wanted_at_grant = q->wanted;
     }
 
 out_dequeue:
@@ -339,19 +397,52 @@ int lock_wait_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms
 void lock_wait_releasing(struct lock_client *lc, const struct lock_grant *g,
                          struct lock_rider *notice)
 {
+    char msg[LOCK_OWNER_MAX];
+
     if (lc->cfg.wait == LOCK_WAIT_NOTIFY)
-        lock_rider_add(notice, "PUBLISH %s %s", g->key, "released");
+        lock_rider_add(notice, "PUBLISH %s %s", g->key, message(lc, "released", &msg));
 }
 
-void lock_wait_released(struct lock_client *lc, struct lock_grant *g)
+/* The holder's queue, locked; NULL (nothing locked) when g is not held through one. */
+static struct key_queue *held_queue(struct lock_client *lc, const struct lock_grant *g)
 {
     struct notify *n = lc->wait_state;
     struct key_queue *q;
 
     if (n == NULL || (q = queue_for(n, g->key, strlen(g->key), 0)) == NULL)
-        return;
+        return NULL;
     pthread_mutex_lock(&q->mu);
-    if (q->holds > 0 && strcmp(q->holder, g->owner) == 0 && --q->holds == 0 && q->first)
-        pthread_cond_signal(&q->first->cv);
+    if (q->holds > 0 && strcmp(q->holder, g->owner) == 0)
+        return q;
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+int lock_wait_is_wanted(struct lock_client *lc, const struct lock_grant *g)
+{
+    struct key_queue *q = held_queue(lc, g);
+    int wanted;
+
+    if (q == NULL)
+        return 0;
+    wanted = q->wanted != q->wanted_at_grant;
+    pthread_mutex_unlock(&q->mu);
+    return wanted;
+}
+
+void lock_wait_released(struct lock_client *lc, struct lock_grant *g)
+{
+    struct key_queue *q = held_queue(lc, g);
+
+    if (q == NULL)
+        return;
+    if (--q->holds == 0) {
+        /* Another process asked while we held it: our next try lets it go first, for
+         * at most retry_ms (its release message ends the wait sooner). */
+        if (q->wanted != q->wanted_at_grant)
+            q->yield_until = lock_now_ms() + lc->cfg.retry_ms;
+        if (q->first)
+            pthread_cond_signal(&q->first->cv);
+    }
     pthread_mutex_unlock(&q->mu);
 }

@@ -8,15 +8,18 @@
  * A locked sale with --combine N: each item has a worker thread and a line. The worker
  * takes the first sale of the line, takes the lock for it (waiting as the version waits),
  * and, holding the grant, takes up to N - 1 more from the line: one critical section
- * serves them all (sale_batch). A reaper answers 503 lock_timeout to a sale still in a
- * line at its wait limit. */
+ * serves them all. While sales keep coming it serves the next batch under the same
+ * grant, up to a hold limit (sale_serve). A reaper answers 503 lock_timeout to a sale
+ * still in a line at its wait limit. */
 #include "service/pipeline.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { GROUP_MAX = 256 };
 
@@ -168,8 +171,7 @@ struct worker {
     pthread_t thread;
     pthread_cond_t cv;            /* the line is not empty, or stopping */
     struct sale_job *head, *tail; /* the line, guarded by mu */
-    struct sale_job *batch[SALE_BATCH_MAX];  /* what it serves now (its thread only) */
-    int nbatch;
+    struct sale_line line;        /* how sale_serve takes from it and answers */
     struct worker *next;
 };
 
@@ -183,33 +185,57 @@ static void resume(struct sale_job *j)
     MHD_resume_connection(j->conn);
 }
 
-/* Takes up to room sales from w's line (called by sale_batch with the grant held). */
+static struct sale_job *job_of(struct sale_request *rq)
+{
+    return (struct sale_job *)((char *)rq - offsetof(struct sale_job, rq));
+}
+
+/* Takes up to room sales from w's line, skipping none: a sale at its wait limit is left
+ * for the reaper. Called by sale_serve with the grant held. */
 static int take_more(void *arg, struct sale_request **rqs, int room)
 {
     struct worker *w = arg;
     long long now = lock_now_ms();
     int n = 0;
 
-    if (room > svc.combine - 1)
-        room = svc.combine - 1;
     pthread_mutex_lock(&mu);
     while (w->head && n < room && w->head->deadline_ms > now) {
         struct sale_job *j = w->head;
         w->head = j->next;
         if (w->head == NULL)
             w->tail = NULL;
-        w->batch[w->nbatch++] = j;
         rqs[n++] = &j->rq;
     }
     pthread_mutex_unlock(&mu);
     return n;
 }
 
+/* 1 when a sale is in w's line, waiting for one until the monotonic time until_ms. */
+static int has_more(void *arg, long long until_ms)
+{
+    struct worker *w = arg;
+    int more;
+
+    pthread_mutex_lock(&mu);
+    while (w->head == NULL && !stopping && lock_now_ms() < until_ms) {
+        struct timespec ts = { until_ms / 1000, (until_ms % 1000) * 1000000L };
+        pthread_cond_timedwait(&w->cv, &mu, &ts); /* w->cv runs on CLOCK_MONOTONIC */
+    }
+    more = w->head != NULL;
+    pthread_mutex_unlock(&mu);
+    return more;
+}
+
+static void answer(void *arg, struct sale_request **rqs, int n)
+{
+    (void)arg;
+    for (int i = 0; i < n; i++)
+        resume(job_of(rqs[i]));
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
-    struct sale_request *rqs[SALE_BATCH_MAX];
-    int n;
 
     pthread_mutex_lock(&mu);
     for (;;) {
@@ -224,16 +250,13 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&mu);
 
         long left = (long)(first->deadline_ms - lock_now_ms());
-        w->nbatch = 0;
         if (left <= 0) {
             first->rq.out.result = SALE_LOCK_TIMEOUT;
             atomic_fetch_add(&svc_lock->timeouts, 1);
+            resume(first);
         } else {
-            sale_batch(&first->rq, left, take_more, w, rqs, &n);
+            sale_serve(&first->rq, left, &w->line);
         }
-        resume(first);
-        for (int i = 0; i < w->nbatch; i++)
-            resume(w->batch[i]);
         pthread_mutex_lock(&mu);
     }
     pthread_mutex_unlock(&mu);
@@ -272,6 +295,19 @@ static void *reaper_main(void *arg)
     return NULL;
 }
 
+/* How long one grant serves batch after batch while sales keep coming: long enough to
+ * serve several waves of requests for the price of one acquire and one release, short
+ * enough that another instance's sales wait little (and within a third of the lease, as
+ * the watchdog renews). A grant waits up to LINGER_MS for a next batch before it gives
+ * the lock back, and not at all once another instance has asked for it. The README
+ * has the bench runs that chose these numbers. */
+enum { HOLD_MS = 10, LINGER_MS = 1 };
+
+static long hold_ms(void)
+{
+    return svc.ttl_ms / 3 < HOLD_MS ? svc.ttl_ms / 3 : HOLD_MS;
+}
+
 /* Queues a locked sale on its item's line, starting the item's worker on first use. */
 static void submit_locked(struct sale_job *j)
 {
@@ -283,7 +319,12 @@ static void submit_locked(struct sale_job *j)
             break;
     if (w == NULL && (w = calloc(1, sizeof(*w))) != NULL) {
         snprintf(w->item, sizeof(w->item), "%s", j->item);
-        pthread_cond_init(&w->cv, NULL);
+        w->line = (struct sale_line){ take_more, has_more, answer, w, hold_ms(), LINGER_MS };
+        pthread_condattr_t attr;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&w->cv, &attr);
+        pthread_condattr_destroy(&attr);
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             pthread_cond_destroy(&w->cv);
             free(w);

@@ -146,12 +146,21 @@ static void acquire_failed(int st, const struct lock_error *err, struct sale_req
     }
 }
 
-/* The critical section, as a function of the grant and the n requests it serves: stock
- * was read with the grant; sell min(n, stock), then the writes ride with the release.
- * The first request's faults apply to the whole batch. Returns 1 when Redis had
- * forgotten the write script (nothing was written): the caller sells again. */
-static int sell_under_grant(struct lock_grant *g, long long stock, struct sale_request **rqs,
-                            int n)
+/* What a batch's sell step did. */
+enum sell_step {
+    SELL_KEPT,        /* sold (or answered 409); the grant is still held */
+    SELL_FAILED,      /* the write failed (outcomes say why); the grant is still held */
+    SELL_RELEASED,    /* the writes rode with the release: the grant is given back */
+    SELL_AGAIN        /* released, nothing written: Redis had forgotten the write script */
+};
+
+/* The critical section, as a function of the grant and the n requests it serves: sell
+ * min(n, *stock) of the stock this grant read (or last wrote), and write stock, sold and
+ * the ledger in one script. When last is set the writes ride with the release; else
+ * they go alone and the grant stays held for the next batch. The first request's
+ * faults apply to the whole batch. */
+static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct sale_request **rqs,
+                                 int n, int last)
 {
     static atomic_llong seq;
     struct sale_request *lead = rqs[0];
@@ -160,9 +169,11 @@ static int sell_under_grant(struct lock_grant *g, long long stock, struct sale_r
     char probe_id[LOCK_OWNER_MAX + 96], keys[3][96], nums[3][32];
     const char *argv[] = { "EVALSHA", write_script.sha, "3", keys[0], keys[1], keys[2],
                            nums[0], nums[1], svc.name, g->owner, nums[2] };
-    long long k = stock <= 0 ? 0 : stock < n ? stock : n;
-    int st, again = 0;
+    long long k = *stock <= 0 ? 0 : *stock < n ? *stock : n;
+    enum sell_step step = last ? SELL_RELEASED : SELL_KEPT;
+    int st;
 
+    metrics_batch(n);
     if (svc.faults) {
         snprintf(probe_id, sizeof(probe_id), "%s:%s:%lld", svc.name, g->owner,
                  (long long)atomic_fetch_add(&seq, 1));
@@ -178,10 +189,10 @@ static int sell_under_grant(struct lock_grant *g, long long stock, struct sale_r
         snprintf(keys[0], sizeof(keys[0]), "stock:{%s}", lead->item);
         snprintf(keys[1], sizeof(keys[1]), "sold:{%s}", lead->item);
         snprintf(keys[2], sizeof(keys[2]), "orders:{%s}", lead->item);
-        snprintf(nums[0], sizeof(nums[0]), "%lld", stock);
+        snprintf(nums[0], sizeof(nums[0]), "%lld", *stock);
         snprintf(nums[1], sizeof(nums[1]), "%lld", k);
         snprintf(nums[2], sizeof(nums[2]), "%lld", g->token);
-        if (lock_rider_add_argv(&writes, 11, argv) != 0) {
+        if (last && lock_rider_add_argv(&writes, 11, argv) != 0) {
             set_all(rqs, n, SALE_ERROR, "out of memory");
             k = 0;
         }
@@ -191,12 +202,30 @@ static int sell_under_grant(struct lock_grant *g, long long stock, struct sale_r
     /* Unless the batch already failed (nested, out of memory): the first k sold. */
     for (int i = 0, failed = lead->out.result != SALE_OK; i < n && !failed; i++) {
         rqs[i]->out.result = i < k ? SALE_OK : SALE_SOLD_OUT;
-        rqs[i]->out.remaining = i < k ? stock - 1 - i : 0;
+        rqs[i]->out.remaining = i < k ? *stock - 1 - i : 0;
         rqs[i]->out.token = g->token;
     }
     if (lock_grant_is_lost(svc_lock, g))
         for (int i = 0; i < n; i++)
             rqs[i]->out.lease_lost = 1;
+
+    if (!last) {
+        redisContext *c = store_conn();
+        redisReply *r = NULL;
+        if (k > 0 && (c == NULL ||
+                      (r = lock_script_eval(c, &write_script, 3, 5, argv + 3, &err)) == NULL)) {
+            if (c == NULL || err.io)
+                store_drop();
+            set_all(rqs, n, SALE_REDIS_DOWN, NULL);
+            step = SELL_FAILED;
+        } else if (k > 0 && (r->type != REDIS_REPLY_INTEGER || r->integer != k)) {
+            set_all(rqs, n, SALE_ERROR, "the sale's write failed");
+            step = SELL_FAILED;
+        }
+        freeReplyObject(r);
+        *stock -= step == SELL_KEPT ? k : 0;
+        return step;
+    }
 
     g->release_gap_ms = lead->release_gap_ms;
     st = lock_release(svc_lock, g, k > 0 ? &writes : NULL, &err);
@@ -209,7 +238,7 @@ static int sell_under_grant(struct lock_grant *g, long long stock, struct sale_r
             store_drop();
             set_all(rqs, n, SALE_REDIS_DOWN, NULL);
         } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-            again = 1;
+            step = SELL_AGAIN;
         } else if (r->type != REDIS_REPLY_INTEGER || r->integer != k) {
             set_all(rqs, n, SALE_ERROR, "the sale's write failed");
         }
@@ -217,58 +246,104 @@ static int sell_under_grant(struct lock_grant *g, long long stock, struct sale_r
         store_drop();
     }
     lock_rider_reset(&writes);
-    return again;
+    return step;
 }
 
-void sale_batch(struct sale_request *first, long wait_ms, sale_fill_fn fill, void *arg,
-                struct sale_request **rqs, int *n)
+/* Gives the grant back with nothing riding (no more sales, or a failed batch). */
+static void release_alone(struct lock_grant *g)
 {
+    struct lock_error err = { 0 };
+
+    if (lock_release(svc_lock, g, NULL, &err) == LOCK_ERROR && err.io)
+        store_drop();
+}
+
+static long long min_ll(long long a, long long b)
+{
+    return a < b ? a : b;
+}
+
+/* Takes up to room more sales from line into rqs; 0 without a line. */
+static int take(const struct sale_line *line, struct sale_request **rqs, int have)
+{
+    int room = (svc.combine < SALE_BATCH_MAX ? svc.combine : SALE_BATCH_MAX) - have;
+    return line && room > 0 ? line->take(line->arg, rqs + have, room) : 0;
+}
+
+void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line *line)
+{
+    struct sale_request *rqs[SALE_BATCH_MAX] = { first };
+    int n = 1;
+
     for (int attempt = 0; attempt < 2; attempt++) {
         struct lock_rider read = { 0 };
         struct lock_error err = { 0 };
         struct lock_grant g;
         long long stock = 0;
         redisContext *c;
+        enum sell_step step;
         int st;
 
         if (!atomic_load(&write_script.loaded)) {
             if ((c = store_conn()) == NULL || lock_script_load(c, &write_script, &err) != LOCK_OK) {
-                acquire_failed(LOCK_ERROR, &(struct lock_error){ .io = 1 }, &first, 1);
-                return;
+                acquire_failed(LOCK_ERROR, &(struct lock_error){ .io = 1 }, rqs, n);
+                goto out_answer;
             }
         }
         lock_rider_add(&read, "GET stock:{%s}", first->item);
         st = lock_acquire(svc_lock, first->item, wait_ms, &g, &read, &err);
         metrics_lock_wait(g.waited_ms);
-        *n = 1;
-        rqs[0] = first;
         if (st != LOCK_OK) {
-            acquire_failed(st, &err, rqs, 1);
+            acquire_failed(st, &err, rqs, n);
             lock_rider_reset(&read);
-            return;
+            goto out_answer;
         }
-        if (fill)
-            *n += fill(arg, rqs + 1, SALE_BATCH_MAX - 1);
-        for (int i = 0; i < *n; i++)
+        n += take(line, rqs, n);
+        for (int i = 0; i < n; i++)
             memset(&rqs[i]->out, 0, sizeof(rqs[i]->out));
         char msg[160] = "";
         enum sale_result res = stock_from_reply(read.replies[0], first->item, &stock, msg,
                                                 sizeof(msg));
         lock_rider_reset(&read);
         if (res != SALE_OK) {
-            set_all(rqs, *n, res, msg);
-            /* Nothing to write: give the lock back. */
-            if (lock_release(svc_lock, &g, NULL, &err) == LOCK_ERROR && err.io)
-                store_drop();
-            return;
+            set_all(rqs, n, res, msg);
+            release_alone(&g); /* nothing to write */
+            goto out_answer;
         }
-        metrics_batch(*n);
-        if (!sell_under_grant(&g, stock, rqs, *n))
-            return;
+        /* Batch after batch while sales come, the grant is young and its lease sound;
+         * the last batch's writes ride with the release. Between batches the grant
+         * lingers for the next sales, unless another process has asked for the lock. */
+        for (;;) {
+            int last = line == NULL || lock_now_ms() - g.acquired_ms >= line->hold_ms ||
+                       lock_grant_is_lost(svc_lock, &g) ||
+                       ((line->linger_ms == 0 || lock_grant_is_wanted(svc_lock, &g)) &&
+                        !line->has_more(line->arg, 0));
+            step = sell_batch(&g, &stock, rqs, n, last);
+            if (step == SELL_RELEASED)
+                goto out_answer;
+            if (step == SELL_AGAIN)
+                break;
+            if (line)
+                line->answer(line->arg, rqs, n);
+            n = 0;
+            long long until = lock_grant_is_wanted(svc_lock, &g)
+                                  ? 0 : min_ll(lock_now_ms() + line->linger_ms,
+                                               g.acquired_ms + line->hold_ms);
+            if (step == SELL_FAILED || !line->has_more(line->arg, until) ||
+                (n = take(line, rqs, 0)) == 0) {
+                release_alone(&g);
+                return;
+            }
+            for (int i = 0; i < n; i++)
+                memset(&rqs[i]->out, 0, sizeof(rqs[i]->out));
+        }
         /* Redis had forgotten the write script (restarted): load it, sell again. */
         atomic_store(&write_script.loaded, 0);
     }
-    set_all(rqs, *n, SALE_REDIS_DOWN, NULL);
+    set_all(rqs, n, SALE_REDIS_DOWN, NULL);
+out_answer:
+    if (line)
+        line->answer(line->arg, rqs, n);
 }
 
 /* The atomic script's keys and args for n sales of item, into argv (5 strings, kept in
@@ -362,12 +437,9 @@ static void sell_atomic(struct sale_request **rqs, int n)
 
 void sale_run(struct sale_request *rq)
 {
-    struct sale_request *batch[1];
-    int n;
-
     memset(&rq->out, 0, sizeof(rq->out));
     if (svc.atomic)
         sell_atomic(&rq, 1);
     else
-        sale_batch(rq, svc.wait_ms, NULL, NULL, batch, &n);
+        sale_serve(rq, svc.wait_ms, NULL);
 }

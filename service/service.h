@@ -70,14 +70,28 @@ struct sale_request {
 };
 /* Serves rq alone, on the calling thread (thread per connection). */
 void sale_run(struct sale_request *rq);
-/* Takes the lock for first's item (waiting up to wait_ms), then asks fill (if any) for
- * more sales of the item to serve under the same grant: up to room, returns how many.
- * Sells them in one critical section; rqs[0..*n) are the sales served (first is rqs[0]),
- * each with its outcome. fill runs with the grant held. */
+
+/* Where the sales of one item come from while a grant is held, and where they go once
+ * answered: pipeline.c's line (--combine). Called on the serving thread, grant held. */
 enum { SALE_BATCH_MAX = 256 };
-typedef int (*sale_fill_fn)(void *arg, struct sale_request **rqs, int room);
-void sale_batch(struct sale_request *first, long wait_ms, sale_fill_fn fill, void *arg,
-                struct sale_request **rqs, int *n);
+struct sale_line {
+    /* Takes up to room more waiting sales into rqs; returns how many. */
+    int (*take)(void *arg, struct sale_request **rqs, int room);
+    /* 1 when sales are waiting to be taken, waiting for one until the monotonic time
+     * until_ms (now or earlier: no wait). */
+    int (*has_more)(void *arg, long long until_ms);
+    /* rqs[0..n) have their outcomes: answer them. */
+    void (*answer)(void *arg, struct sale_request **rqs, int n);
+    void *arg;
+    long hold_ms;        /* serve batch after batch under one grant at most this long */
+    long linger_ms;      /* wait this long for a next batch before giving the grant back */
+};
+/* Takes the lock for first's item (waiting up to wait_ms) and serves first with up to
+ * --combine - 1 sales taken from line, in one critical section: one read, one write.
+ * While more sales wait and the grant is younger than line->hold_ms, serves them too,
+ * batch after batch, without giving the lock back: the stock is the one this grant
+ * wrote. Every batch goes to line->answer once sold. */
+void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line *line);
 /* The atomic sale's pieces, for the event loop (pipeline.c): the EVALSHA of n sales of
  * item as RESP in *cmd (caller frees; returns its length, -1), the script's load (once,
  * or again when Redis said NOSCRIPT), and the outcomes of its reply. */

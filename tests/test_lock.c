@@ -455,6 +455,66 @@ static void test_notify(void)
     redisFree(c);
 }
 
+/* Between processes: a waiter refused by another process's holder asks for the lock; the
+ * holder sees it, and once it releases, its own next try lets the one that asked go
+ * first. Threads of the holder's own process queue locally and never ask. */
+static void test_wanted(void)
+{
+    redisContext *c = connect_redis();
+    struct lock_client *holder = client_wait("v8", 5000, 400, LOCK_WAIT_NOTIFY, "test-h");
+    struct lock_client *waiter = client_wait("v8", 5000, 3000, LOCK_WAIT_NOTIFY, "test-w");
+    struct lock_client *poller = client_wait("v8", 5000, 5, LOCK_WAIT_POLL, "test-p");
+    struct lock_grant g, again;
+    struct lock_error err;
+    struct timed_rival rv, local;
+    pthread_t t, lt;
+    int asked = 0, st, holder_order;
+    long long t0;
+
+    key_del(c);
+    atomic_store(&grant_seq, 0);
+    lock_acquire(holder, ITEM, 1000, &g, NULL, &err);
+    local = (struct timed_rival){ holder, 300, -1, 0, -1 };
+    pthread_create(&lt, NULL, timed_rival_main, &local);
+    pthread_join(lt, NULL);
+    test_cond("wanted: a waiter of the holder's own process does not ask",
+              local.status == LOCK_TIMEOUT && !lock_grant_is_wanted(holder, &g));
+    rv = (struct timed_rival){ waiter, 8000, -1, 0, -1 };
+    pthread_create(&t, NULL, timed_rival_main, &rv);
+    for (int i = 0; i < 200 && !(asked = lock_grant_is_wanted(holder, &g)); i++)
+        lock_sleep_ms(10);
+    test_cond("wanted: a refused waiter of another process asks for the lock", asked);
+    lock_release(holder, &g, NULL, &err);
+    t0 = lock_now_ms();
+    st = lock_acquire(holder, ITEM, 8000, &again, NULL, &err);
+    holder_order = atomic_fetch_add(&grant_seq, 1);
+    pthread_join(t, NULL);
+    test_cond("wanted: the holder gives way: the one that asked is granted first",
+              st == LOCK_OK && rv.status == LOCK_OK && rv.order == 0 && holder_order == 1);
+    test_cond("  and the holder's next grant follows that release",
+              lock_now_ms() - t0 < 1500);
+    test_cond("wanted: a fresh grant has not been asked for", !lock_grant_is_wanted(holder, &again));
+
+    /* One that asked and then gave up: the holder's next try waits retry_ms for it. */
+    rv = (struct timed_rival){ waiter, 200, -1, 0, -1 };
+    pthread_create(&t, NULL, timed_rival_main, &rv);
+    pthread_join(t, NULL);
+    lock_release(holder, &again, NULL, &err);
+    st = lock_acquire(holder, ITEM, 8000, &again, NULL, &err);
+    test_cond("wanted: after giving way, the holder's next try waits (at most retry_ms) for the one that asked",
+              rv.status == LOCK_TIMEOUT && st == LOCK_OK && again.waited_ms >= 300 &&
+                  again.waited_ms < 1500);
+    lock_release(holder, &again, NULL, &err);
+
+    lock_acquire(poller, ITEM, 1000, &g, NULL, &err);
+    test_cond("wanted: a version that polls never says so", !lock_grant_is_wanted(poller, &g));
+    lock_release(poller, &g, NULL, &err);
+    lock_client_destroy(poller);
+    lock_client_destroy(waiter);
+    lock_client_destroy(holder);
+    redisFree(c);
+}
+
 /* Riders: a read after the granting try and writes before the release, one round trip each. */
 static void test_riders(void)
 {
@@ -505,6 +565,7 @@ int main(int argc, char **argv)
     test_watchdog();
     test_scripts_and_errors();
     test_notify();
+    test_wanted();
     test_riders();
     return test_report();
 }
