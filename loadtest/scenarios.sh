@@ -175,13 +175,17 @@ scenario_nested() {
 }
 
 # pause: instance 1 takes the lock for a long sale, then the whole process is stopped
-# (SIGSTOP: its watchdog too) past the lease; instance 2 sells meanwhile; then SIGCONT.
-# Flaw: the lease expires with no renewal, two holders, the stale write oversells.
+# (SIGSTOP: its watchdog stops too) for four TTLs while instance 2 sells; then resumed.
+# Flaw: the paused holder's stale write lands (stock jumps back up: oversold). Where the
+# write is fenced it is refused instead, and the paused sale answers 409 lease_lost.
 scenario_pause() {
-    local a b pid work=$((TTL_MS * 2))
+    local a b pid work=$((TTL_MS * 2)) answer oversold
     a=$(port_of 1); b=$(port_of 2); pid=$(pid_of 1)
     sampler_start
-    sale_bg "$a" "work_ms=$work"
+    ( code=$(curl -s -o "$SCN_DIR/paused.json" -m 60 -w '%{http_code}' \
+          "http://127.0.0.1:$a/inventory/sale?item=$ITEM&work_ms=$work") || code=000
+      echo "$code" >> "$SCN_DIR/codes"; echo "$code" > "$SCN_DIR/paused.code" ) &
+    BG_PIDS="$BG_PIDS $!"
     wait_for 5 lock_held
     sleep 0.1
     kill -STOP "$pid"
@@ -190,7 +194,10 @@ scenario_pause() {
     kill -CONT "$pid"
     bg_wait
     sampler_stop
+    set -- $(rc mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
+    oversold=$(( ${2:-0} - (STOCK - ${1:-0}) ))
+    answer="$(cat "$SCN_DIR/paused.code" 2>/dev/null) $(jq -r '.error // "sold"' "$SCN_DIR/paused.json" 2>/dev/null)"
     SCN_FLAW=0
-    [ "$(overlaps_now)" -gt 0 ] && SCN_FLAW=1
-    SCN_OBSERVED="holder paused $((TTL_MS * 4)) ms with a ${TTL_MS} ms lease while others sold; overlaps $(overlaps_now)"
+    [ "$oversold" -gt 0 ] && SCN_FLAW=1
+    SCN_OBSERVED="holder paused $((TTL_MS * 4)) ms with a ${TTL_MS} ms lease while others sold; overlaps $(overlaps_now); oversold $oversold; the paused sale answered $answer"
 }

@@ -58,6 +58,8 @@ int lock_set_nx_px_try_acquire(struct lock_client *lc, struct lock_grant *g, lon
 int lock_hash_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
                           struct lock_error *err);
 int lock_hash_release(struct lock_client *lc, struct lock_grant *g, struct lock_error *err);
+/* v8, v9: renews the hash's lease while it still holds g's owner. */
+int lock_hash_renew(struct lock_client *lc, const struct lock_grant *g, struct lock_error *err);
 /* v1, v2: a pthread mutex per item in this process. */
 int lock_mutex_init(struct lock_client *lc, struct lock_error *err);
 void lock_mutex_destroy(struct lock_client *lc);

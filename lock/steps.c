@@ -45,6 +45,7 @@ int lock_set_nx_px_try_acquire(struct lock_client *lc, struct lock_grant *g, lon
 
 static struct lock_script hash_acquire = { "v7_acquire", lua_v7_acquire, "", 0 };
 static struct lock_script hash_release = { "v7_release", lua_v7_release, "", 0 };
+static struct lock_script hash_renew = { "v8_renew", lua_v8_renew, "", 0 };
 
 /* v7, v8: one try: granted when the key is free or already ours (then the count goes
  * up). Every grant, nested ones too, resets the lease to a full TTL. A refusal says how
@@ -88,4 +89,22 @@ int lock_hash_release(struct lock_client *lc, struct lock_grant *g, struct lock_
     st = r->integer < 0 ? LOCK_NOT_OWNER : LOCK_OK;
     freeReplyObject(r);
     return st;
+}
+
+/* v8, v9: resets the lease to a full TTL, but only while the hash still holds our owner
+ * id. The keep-alive (lock/keepalive.c) calls it every ttl/3 for each held lock. */
+int lock_hash_renew(struct lock_client *lc, const struct lock_grant *g, struct lock_error *err)
+{
+    char ttl[32];
+    const char *argv[] = { g->key, g->owner, ttl };
+    redisReply *r;
+    int mine;
+
+    snprintf(ttl, sizeof(ttl), "%ld", lc->cfg.ttl_ms);
+    r = lock_eval(lc, &hash_renew, LOCK_R_INTEGER, 1, 2, argv, err);
+    if (r == NULL)
+        return LOCK_ERROR;
+    mine = r->integer == 1;
+    freeReplyObject(r);
+    return mine ? LOCK_OK : LOCK_NOT_OWNER;
 }

@@ -17,12 +17,15 @@ const struct sale_result_info sale_results[SALE_RESULTS] = {
     [SALE_REDIS_DOWN] = { 503, "redis_unavailable", "redis_unavailable" },
     [SALE_UNKNOWN_ITEM] = { 404, "unknown_item", "unknown_item" },
     [SALE_BAD_STOCK] = { 500, "bad_stock", "bad_stock" },
+    [SALE_LEASE_LOST] = { 409, "lease_lost", "lease_lost" },
     [SALE_ERROR] = { 500, "error", "error" },
 };
 
 static struct lock_script probe_script = { "probe_enter", lua_probe_enter, "", 0 };
 static struct lock_script atomic_script = { "sale_atomic", lua_sale_atomic, "", 0 };
 static struct lock_script write_script = { "sale_write", lua_sale_write, "", 0 };
+static struct lock_script fenced_write_script = { "sale_write_fenced", lua_sale_write_fenced,
+                                                  "", 0 };
 
 
 /* Parses a whole decimal integer (optional '-'); 0 on success. */
@@ -154,21 +157,73 @@ enum sell_step {
     SELL_AGAIN        /* released, nothing written: Redis had forgotten the write script */
 };
 
+/* The write script's call for k sales from stock under g: EVALSHA, its sha, the key
+ * count, the keys, the args. A grant with a fencing token writes through the fenced
+ * script, which also names written:{I} and the batch's number within the grant. */
+struct write_call {
+    char keys[4][96], nums[4][32];
+    const char *argv[13];
+    int argc, nkeys;
+    struct lock_script *script;
+};
+
+static void write_call_init(struct write_call *w, const struct lock_grant *g, long long stock,
+                            long long k, int batch)
+{
+    int fenced = g->token > 0;
+
+    w->script = fenced ? &fenced_write_script : &write_script;
+    w->nkeys = fenced ? 4 : 3;
+    snprintf(w->keys[0], sizeof(w->keys[0]), "stock:{%s}", g->item);
+    snprintf(w->keys[1], sizeof(w->keys[1]), "sold:{%s}", g->item);
+    snprintf(w->keys[2], sizeof(w->keys[2]), "orders:{%s}", g->item);
+    snprintf(w->keys[3], sizeof(w->keys[3]), "written:{%s}", g->item);
+    snprintf(w->nums[0], sizeof(w->nums[0]), "%lld", stock);
+    snprintf(w->nums[1], sizeof(w->nums[1]), "%lld", k);
+    snprintf(w->nums[2], sizeof(w->nums[2]), "%lld", g->token);
+    snprintf(w->nums[3], sizeof(w->nums[3]), "%d", batch);
+    w->argc = 0;
+    w->argv[w->argc++] = "EVALSHA";
+    w->argv[w->argc++] = w->script->sha;
+    w->argv[w->argc++] = fenced ? "4" : "3";
+    for (int i = 0; i < w->nkeys; i++)
+        w->argv[w->argc++] = w->keys[i];
+    w->argv[w->argc++] = w->nums[0];
+    w->argv[w->argc++] = w->nums[1];
+    w->argv[w->argc++] = svc.name;
+    w->argv[w->argc++] = g->owner;
+    w->argv[w->argc++] = w->nums[2];
+    if (fenced)
+        w->argv[w->argc++] = w->nums[3];
+}
+
+/* Maps the write script's reply for k sales onto the batch; 0 when they were sold. */
+static int write_result(const redisReply *r, long long k, struct sale_request **rqs, int n)
+{
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == k)
+        return 0;
+    if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "lease_lost"))
+        set_all(rqs, n, SALE_LEASE_LOST, NULL);
+    else
+        set_all(rqs, n, SALE_ERROR, "the sale's write failed");
+    return -1;
+}
+
 /* The critical section, as a function of the grant and the n requests it serves: sell
  * min(n, *stock) of the stock this grant read (or last wrote), and write stock, sold and
  * the ledger in one script. When last is set the writes ride with the release; else
- * they go alone and the grant stays held for the next batch. The first request's
- * faults apply to the whole batch. */
+ * they go alone and the grant stays held for the next batch (batch counts them, from 1).
+ * The first request's faults apply to the whole batch. A fenced grant (one with a
+ * token) whose lease is known lost writes nothing: its sales answer lease_lost. */
 static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct sale_request **rqs,
-                                 int n, int last)
+                                 int n, int last, int batch)
 {
     static atomic_llong seq;
     struct sale_request *lead = rqs[0];
     struct lock_rider writes = { 0 };
     struct lock_error err = { 0 };
-    char probe_id[LOCK_OWNER_MAX + 96], keys[3][96], nums[3][32];
-    const char *argv[] = { "EVALSHA", write_script.sha, "3", keys[0], keys[1], keys[2],
-                           nums[0], nums[1], svc.name, g->owner, nums[2] };
+    struct write_call w;
+    char probe_id[LOCK_OWNER_MAX + 96];
     long long k = *stock <= 0 ? 0 : *stock < n ? *stock : n;
     enum sell_step step = last ? SELL_RELEASED : SELL_KEPT;
     int st;
@@ -185,14 +240,13 @@ static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct 
     } else if (k > 0 && lead->work_ms > 0) {
         lock_sleep_ms(lead->work_ms);
     }
+    if (k > 0 && g->token > 0 && lock_grant_is_lost(svc_lock, g)) {
+        set_all(rqs, n, SALE_LEASE_LOST, NULL); /* fenced: stop before writing */
+        k = 0;
+    }
     if (k > 0) {
-        snprintf(keys[0], sizeof(keys[0]), "stock:{%s}", lead->item);
-        snprintf(keys[1], sizeof(keys[1]), "sold:{%s}", lead->item);
-        snprintf(keys[2], sizeof(keys[2]), "orders:{%s}", lead->item);
-        snprintf(nums[0], sizeof(nums[0]), "%lld", *stock);
-        snprintf(nums[1], sizeof(nums[1]), "%lld", k);
-        snprintf(nums[2], sizeof(nums[2]), "%lld", g->token);
-        if (last && lock_rider_add_argv(&writes, 11, argv) != 0) {
+        write_call_init(&w, g, *stock, k, batch);
+        if (last && lock_rider_add_argv(&writes, w.argc, w.argv) != 0) {
             set_all(rqs, n, SALE_ERROR, "out of memory");
             k = 0;
         }
@@ -212,14 +266,13 @@ static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct 
     if (!last) {
         redisContext *c = store_conn();
         redisReply *r = NULL;
-        if (k > 0 && (c == NULL ||
-                      (r = lock_script_eval(c, &write_script, 3, 5, argv + 3, &err)) == NULL)) {
+        if (k > 0 && (c == NULL || (r = lock_script_eval(c, w.script, w.nkeys, w.argc - 3 - w.nkeys,
+                                                          w.argv + 3, &err)) == NULL)) {
             if (c == NULL || err.io)
                 store_drop();
             set_all(rqs, n, SALE_REDIS_DOWN, NULL);
             step = SELL_FAILED;
-        } else if (k > 0 && (r->type != REDIS_REPLY_INTEGER || r->integer != k)) {
-            set_all(rqs, n, SALE_ERROR, "the sale's write failed");
+        } else if (k > 0 && write_result(r, k, rqs, n) != 0) {
             step = SELL_FAILED;
         }
         freeReplyObject(r);
@@ -239,8 +292,8 @@ static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct 
             set_all(rqs, n, SALE_REDIS_DOWN, NULL);
         } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
             step = SELL_AGAIN;
-        } else if (r->type != REDIS_REPLY_INTEGER || r->integer != k) {
-            set_all(rqs, n, SALE_ERROR, "the sale's write failed");
+        } else {
+            write_result(r, k, rqs, n);
         }
     } else if (st == LOCK_ERROR && err.io) {
         store_drop();
@@ -284,8 +337,9 @@ void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line
         enum sell_step step;
         int st;
 
-        if (!atomic_load(&write_script.loaded)) {
-            if ((c = store_conn()) == NULL || lock_script_load(c, &write_script, &err) != LOCK_OK) {
+        if (!atomic_load(&write_script.loaded) || !atomic_load(&fenced_write_script.loaded)) {
+            if ((c = store_conn()) == NULL || lock_script_load(c, &write_script, &err) != LOCK_OK ||
+                lock_script_load(c, &fenced_write_script, &err) != LOCK_OK) {
                 acquire_failed(LOCK_ERROR, &(struct lock_error){ .io = 1 }, rqs, n);
                 goto out_answer;
             }
@@ -313,12 +367,12 @@ void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line
         /* Batch after batch while sales come, the grant is young and its lease sound;
          * the last batch's writes ride with the release. Between batches the grant
          * lingers for the next sales, unless another process has asked for the lock. */
-        for (;;) {
+        for (int batch = 1;; batch++) {
             int last = line == NULL || lock_now_ms() - g.acquired_ms >= line->hold_ms ||
                        lock_grant_is_lost(svc_lock, &g) ||
                        ((line->linger_ms == 0 || lock_grant_is_wanted(svc_lock, &g)) &&
                         !line->has_more(line->arg, 0));
-            step = sell_batch(&g, &stock, rqs, n, last);
+            step = sell_batch(&g, &stock, rqs, n, last, batch);
             if (step == SELL_RELEASED)
                 goto out_answer;
             if (step == SELL_AGAIN)
@@ -339,6 +393,7 @@ void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line
         }
         /* Redis had forgotten the write script (restarted): load it, sell again. */
         atomic_store(&write_script.loaded, 0);
+        atomic_store(&fenced_write_script.loaded, 0);
     }
     set_all(rqs, n, SALE_REDIS_DOWN, NULL);
 out_answer:

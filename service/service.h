@@ -44,7 +44,7 @@ int store_ping(void);
 /* sale.c */
 enum sale_result {
     SALE_OK, SALE_SOLD_OUT, SALE_LOCK_TIMEOUT, SALE_REDIS_DOWN, SALE_UNKNOWN_ITEM,
-    SALE_BAD_STOCK, SALE_ERROR, SALE_RESULTS
+    SALE_BAD_STOCK, SALE_LEASE_LOST, SALE_ERROR, SALE_RESULTS
 };
 /* Each result's answer and metric label, in one table. */
 struct sale_result_info {

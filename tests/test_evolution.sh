@@ -15,7 +15,7 @@ rc=$?
 cat "$T_TMP/evo.err" "$T_TMP/evo.out"
 check_eq "loadtest/evolution --quick ran every row" 0 "$rc"
 J="$OUT/evolution.json"
-check "it wrote evolution.json" jq -e '.rows | length == 19' "$J"
+check "it wrote evolution.json" jq -e '.rows | length == 21' "$J"
 rows() { jq -r "$1" "$J" 2>/dev/null; }
 while IFS=$'\t' read -r lock scn expect shown flaw over ovl; do
     check_eq "$lock $scn (expect $expect): shown" true "$shown"
@@ -34,6 +34,8 @@ check "v5 release-gap: a foreign delete seen" jq -e '.rows[] | select(.lock == "
 check "v6 release-gap: none" jq -e '.rows[] | select(.lock == "v6" and .scenario == "release-gap") | .foreign_deletes == 0' "$J"
 check "v3 crash: every later sale timed out" jq -e '.rows[] | select(.lock == "v3" and .scenario == "crash") | .lock_timeouts >= 3' "$J"
 check "v8 pause: two holders" jq -e '.rows[] | select(.lock == "v8" and .scenario == "pause") | .overlaps > 0' "$J"
+check "v9 pause: two holders still, but the stale write refused: the paused sale answered 409 lease_lost" \
+    jq -e '.rows[] | select(.lock == "v9" and .scenario == "pause") | .overlaps > 0 and .oversold == 0 and (.observed | test("answered 409 lease_lost"))' "$J"
 check "long-work rows carry a timeline" jq -e '[.rows[] | select(.scenario == "long-work") | (.timeline | length) > 3] | all' "$J"
 check "it wrote report.html" grep -q '<svg' "$OUT/report.html"
 check "it printed the load table" grep -q 'As expected: v2' "$T_TMP/evo.out"

@@ -86,12 +86,12 @@ static void test_registry(void)
     test_cond("registry finds v6 by its alias", lock_find("lua-release") == lock_find("v6"));
     test_cond("registry finds v8 by watchdog", lock_find("watchdog") == lock_find("v8"));
     test_cond("registry: mutex means v1", lock_find("mutex") == lock_find("v1"));
-    test_cond("registry: unknown version is NULL", lock_find("v9") == NULL && lock_find("") == NULL);
+    test_cond("registry: unknown version is NULL", lock_find("v99") == NULL && lock_find("") == NULL);
     int n = 0;
     for (const struct lock_ops *const *v = lock_versions(); *v; v++)
         n += (*v)->title != NULL && (*v)->flaw != NULL && (*v)->try_acquire && (*v)->release;
     /* v1-v8 and none; the atomic baseline is the service's (it takes no lock). */
-    test_cond("registry lists nine locks with title, flaw and a store", n == 9);
+    test_cond("registry lists ten locks with title, flaw and a store", n == 10);
     test_cond("registry: v8 waits by notify and keeps its lease alive",
               lock_find("v8")->wait == LOCK_WAIT_NOTIFY && lock_find("v8")->keepalive);
     test_cond("registry: v3-v7 poll, as the seeds do",
@@ -515,6 +515,51 @@ static void test_wanted(void)
     redisFree(c);
 }
 
+static long long fence_now(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "GET fence:{%s}", ITEM);
+    long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+
+    freeReplyObject(r);
+    return v;
+}
+
+/* v9: each grant takes the next token from fence:{I}; a nested grant keeps its grant's;
+ * another process's grant after it gets a greater one; the watchdog renews as v8's. */
+static void test_fenced(void)
+{
+    redisContext *c = connect_redis();
+    struct lock_client *a = client("v9", 900, "test-a");
+    struct lock_client *b = client("v9", 900, "test-b");
+    struct lock_grant g, inner, later;
+    struct lock_error err;
+    long long t1, fence;
+
+    key_del(c);
+    freeReplyObject(redisCommand(c, "SET fence:{%s} 41", ITEM));
+    test_cond("v9: acquire", lock_acquire(a, ITEM, 1000, &g, NULL, &err) == LOCK_OK);
+    t1 = g.token;
+    test_cond("v9: the grant carries the next token from fence:{I}", t1 == 42);
+    test_cond("v9: a nested grant keeps its grant's token",
+              lock_acquire(a, ITEM, 1000, &inner, NULL, &err) == LOCK_OK && inner.token == t1 &&
+                  inner.depth == 2);
+    test_cond("v9: a nested grant takes no token", fence_now(c) == 42);
+    lock_release(a, &inner, NULL, &err);
+    test_cond("v9: another process is refused while it is held",
+              lock_acquire(b, ITEM, 100, &later, NULL, &err) == LOCK_TIMEOUT);
+    lock_sleep_ms(1200);
+    test_cond("v9: the watchdog keeps the lease past its TTL", key_exists(c) && !lock_grant_is_lost(a, &g));
+    test_cond("v9: release", lock_release(a, &g, NULL, &err) == LOCK_OK && !key_exists(c));
+    test_cond("v9: the next grant, in another process, has a greater token",
+              lock_acquire(b, ITEM, 1000, &later, NULL, &err) == LOCK_OK && later.token == t1 + 1);
+    lock_release(b, &later, NULL, &err);
+    fence = fence_now(c);
+    test_cond("v9: fence:{I} counts the grants", fence == t1 + 1);
+    lock_client_destroy(b);
+    lock_client_destroy(a);
+    redisFree(c);
+}
+
 /* Riders: a read after the granting try and writes before the release, one round trip each. */
 static void test_riders(void)
 {
@@ -554,7 +599,7 @@ int main(int argc, char **argv)
         return 2;
     }
     test_registry();
-    const char *all[] = { "v1", "v3", "v4", "v5", "v6", "v7", "v8", NULL };
+    const char *all[] = { "v1", "v3", "v4", "v5", "v6", "v7", "v8", "v9", NULL };
     for (int i = 0; all[i]; i++)
         test_basic(all[i]);
     test_ttls();
@@ -563,6 +608,7 @@ int main(int argc, char **argv)
     test_release_gap("v5", 1);
     test_release_gap("v6", 0);
     test_watchdog();
+    test_fenced();
     test_scripts_and_errors();
     test_notify();
     test_wanted();
