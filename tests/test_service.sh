@@ -38,11 +38,11 @@ for f in --port --redis --lock --ttl-ms --wait-ms --faults --name; do
     check "--help explains $f" grep -q -- "$f" "$T_TMP/help"
 done
 check "--help lists every version with its flaw" grep -q "flaw:" "$T_TMP/help"
-"$BIN" --lock v9 > "$T_TMP/bad" 2>&1
+"$BIN" --lock v99 > "$T_TMP/bad" 2>&1
 rc=$?
 check "an unknown version exits non-zero" test "$rc" -ne 0
 check_eq "  with a one-line reason" 1 "$(wc -l < "$T_TMP/bad")"
-check "  that names it" grep -q "unknown lock version 'v9'" "$T_TMP/bad"
+check "  that names it" grep -q "unknown lock version 'v99'" "$T_TMP/bad"
 "$BIN" --port nope > "$T_TMP/bad" 2>&1
 check "a bad number exits non-zero with a reason" test $? -ne 0 -a "$(wc -l < "$T_TMP/bad")" = 1
 "$BIN" --frobnicate > "$T_TMP/bad" 2>&1
