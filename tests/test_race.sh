@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_race.sh - Two service instances on one Redis, each hit by 20 concurrent clients.
-# v2 (a mutex per process) must oversell; v3-v8 must never: sold + stock == initial and
+# v2 (a mutex per process) must oversell; v3-v9 must never: sold + stock == initial and
 # every 200 has its ledger entry. work_ms widens the read-modify-write window so that a
 # broken lock is certain to show, not hoped to.
 set -u
@@ -52,7 +52,7 @@ check_eq "v2: every request was answered" 240 "$TOTAL"
 check "v2 (flaw): two processes, two mutexes: oversold > 0" test "$((SOLD - (STOCK - STOCK_LEFT)))" -gt 0
 check_eq "v2: still, every 200 has a ledger entry" "$OK" "$LEDGER"
 
-for v in v3 v4 v5 v6 v7 v8; do
+for v in v3 v4 v5 v6 v7 v8 v9; do
     race "$v" 2
     echo "$v: sold=$SOLD stock=$STOCK_LEFT ledger=$LEDGER 200s=$OK answers=$TOTAL"
     check_eq "$v: every request was answered" 240 "$TOTAL"
