@@ -10,7 +10,7 @@
 
 /* A store's release or renew: the lock was not (or no longer) ours; nothing changed.
  * lock_release() turns it into LOCK_EXPIRED or LOCK_STOLEN; it never leaves the library. */
-#define LOCK_NOT_OWNER (LOCK_ERROR + 1)
+#define LOCK_NOT_OWNER (LOCK_UNAVAILABLE + 1)
 
 /* Reply types a helper accepts, as a mask: anything else is LOCK_ERROR. */
 #define LOCK_R_STRING  (1 << REDIS_REPLY_STRING)
@@ -38,6 +38,9 @@ redisReply *lock_eval(struct lock_client *lc, struct lock_script *s, int types, 
  * them and clear them; lock_riders_flush sends what a store left unsent, alone. */
 void lock_riders_set(struct lock_client *lc, struct lock_rider *before, struct lock_rider *after);
 int lock_riders_flush(struct lock_client *lc, struct lock_error *err);
+/* Sends only the riders before the lock command (the sale's writes), alone; the ones
+ * after it (a release's notification) stay for the next command or flush. */
+int lock_riders_flush_before(struct lock_client *lc, struct lock_error *err);
 /* The teaching gap inside a release (g->release_gap_ms): what rides with the release
  * (the sale's writes) is sent first, alone, so that the gap delays only the release. */
 void lock_release_gap(struct lock_client *lc, const struct lock_grant *g);

@@ -8,11 +8,11 @@
 #include <time.h>
 
 extern const struct lock_ops lock_v1, lock_v2, lock_v3, lock_v4, lock_v5, lock_v6, lock_v7,
-    lock_v8, lock_v9, lock_none;
+    lock_v8, lock_v9, lock_v10, lock_none;
 
 static const struct lock_ops *const versions[] = {
     &lock_v1, &lock_v2, &lock_v3, &lock_v4, &lock_v5, &lock_v6, &lock_v7, &lock_v8,
-    &lock_v9, &lock_none, NULL,
+    &lock_v9, &lock_v10, &lock_none, NULL,
 };
 
 const struct lock_ops *const *lock_versions(void)
@@ -127,6 +127,7 @@ struct lock_client *lock_client_create(const struct lock_ops *ops, const struct 
     lc->cfg = *cfg;
     lc->cfg.redis_host = strdup(cfg->redis_host ? cfg->redis_host : "127.0.0.1");
     lc->cfg.instance_id = strdup(cfg->instance_id ? cfg->instance_id : "instance");
+    lc->cfg.lock_masters = cfg->lock_masters ? strdup(cfg->lock_masters) : NULL;
     if (lc->cfg.ttl_ms <= 0)
         lc->cfg.ttl_ms = 30000;
     if (lc->cfg.retry_ms <= 0)
@@ -163,6 +164,7 @@ out_free:
         lock_redis_destroy(lc);
     free((char *)lc->cfg.redis_host);
     free((char *)lc->cfg.instance_id);
+    free((char *)lc->cfg.lock_masters);
     free(lc);
     return NULL;
 }
@@ -179,6 +181,7 @@ void lock_client_destroy(struct lock_client *lc)
     lock_redis_destroy(lc);
     free((char *)lc->cfg.redis_host);
     free((char *)lc->cfg.instance_id);
+    free((char *)lc->cfg.lock_masters);
     free(lc);
 }
 

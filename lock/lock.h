@@ -34,7 +34,9 @@ enum lock_status {
                          keep-alive had seen it go): nothing was deleted */
     LOCK_STOLEN,      /* release: not ours any more although our lease still ran: someone
                          deleted or took it before its time; nothing was deleted */
-    LOCK_ERROR        /* Redis failed or answered something unexpected; see lock_error */
+    LOCK_ERROR,       /* Redis failed or answered something unexpected; see lock_error */
+    LOCK_UNAVAILABLE  /* acquire: fewer lock masters answered than a quorum (redlock): no
+                         waiting could help; fail fast */
 };
 
 struct lock_error {
@@ -60,6 +62,7 @@ struct lock_config {
     long retry_ms;            /* poll: sleep between tries; 0 means 10 */
     const char *instance_id;  /* unique per process (a uuid); prefix of every owner id */
     enum lock_wait wait;      /* LOCK_WAIT_DEFAULT: the version's */
+    const char *lock_masters; /* redlock: its N independent masters, "HOST:PORT,..." */
 };
 
 /* What acquire hands back, and release takes. Lives on the caller's stack. */
@@ -152,7 +155,7 @@ struct lock_client *lock_client_create(const struct lock_ops *ops, const struct 
 void lock_client_destroy(struct lock_client *lc);
 
 /* Takes the lock on item for the calling thread, trying until wait_ms has passed (never
- * forever). Returns LOCK_OK (g filled), LOCK_TIMEOUT or LOCK_ERROR. When rider is not
+ * forever). Returns LOCK_OK (g filled), LOCK_TIMEOUT, LOCK_UNAVAILABLE or LOCK_ERROR. When rider is not
  * NULL its commands run right after the granting try, in the same round trip (or alone
  * right after the grant, for a lock kept in the process); its replies are there on
  * LOCK_OK. */

@@ -293,6 +293,21 @@ int lock_riders_flush(struct lock_client *lc, struct lock_error *err)
     return LOCK_OK;
 }
 
+int lock_riders_flush_before(struct lock_client *lc, struct lock_error *err)
+{
+    struct conn *cn = thread_conn(lc);
+    struct lock_rider *after;
+    int st;
+
+    if (cn == NULL || cn->before == NULL)
+        return LOCK_OK;
+    after = cn->after;
+    cn->after = NULL;
+    st = lock_riders_flush(lc, err);
+    cn->after = after;
+    return st;
+}
+
 void lock_release_gap(struct lock_client *lc, const struct lock_grant *g)
 {
     struct lock_error err;

@@ -68,6 +68,8 @@ static void usage(FILE *out)
         "                    asks for the lock. The sales wait on an event loop, not a thread\n"
         "                    each. The atomic sale always does, and sends what waits as one\n"
         "                    script per item\n"
+        "  --lock-redis H:P,H:P,H:P  redlock (v10): its N = 2f + 1 independent lock masters;\n"
+        "                    a grant needs N / 2 + 1 of them (stock and tokens stay on --redis)\n"
         "  --faults          accept the teaching faults work_ms, release_gap_ms, nested=1\n"
         "                    and keep the mutual-exclusion probe (probe:{I}, overlaps:{I})\n"
         "  --name NAME       instance name in answers, logs and the ledger (default inventory-PORT)\n"
@@ -118,6 +120,7 @@ static void parse_flags(int argc, char **argv)
         { "name", required_argument, NULL, 'n' },     { "max-conns", required_argument, NULL, 'm' },
         { "wait", required_argument, NULL, 'W' },     { "combine", required_argument, NULL, 'c' },
         { "list-versions", no_argument, NULL, 'L' },  { "help", no_argument, NULL, 'h' },
+        { "lock-redis", required_argument, NULL, 'M' },
         { NULL, 0, NULL, 0 },
     };
     const char *lock = "v8", *colon;
@@ -170,6 +173,7 @@ static void parse_flags(int argc, char **argv)
             }
             break;
         case 'c': svc.combine = (int)number_flag("combine", optarg, 1, 256); break;
+        case 'M': svc.lock_masters = optarg; break;
         case 'L': list_versions(); exit(0);
         case 'h': usage(stdout); exit(0);
         default:
@@ -253,7 +257,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
     cfg = (struct lock_config){ svc.redis_host, svc.redis_port, svc.ttl_ms, svc.retry_ms,
-                                svc.instance_id, svc.wait };
+                                svc.instance_id, svc.wait, svc.lock_masters };
     svc_lock = lock_client_create(svc.ops, &cfg, &err);
     if (svc_lock == NULL) {
         fprintf(stderr, "inventory-service: lock %s: %s\n", svc.version, err.msg);

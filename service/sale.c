@@ -14,6 +14,7 @@ const struct sale_result_info sale_results[SALE_RESULTS] = {
     [SALE_OK] = { 200, NULL, "ok" },
     [SALE_SOLD_OUT] = { 409, "sold_out", "sold_out" },
     [SALE_LOCK_TIMEOUT] = { 503, "lock_timeout", "lock_timeout" },
+    [SALE_LOCK_UNAVAILABLE] = { 503, "lock_unavailable", "lock_unavailable" },
     [SALE_REDIS_DOWN] = { 503, "redis_unavailable", "redis_unavailable" },
     [SALE_UNKNOWN_ITEM] = { 404, "unknown_item", "unknown_item" },
     [SALE_BAD_STOCK] = { 500, "bad_stock", "bad_stock" },
@@ -140,6 +141,8 @@ static void acquire_failed(int st, const struct lock_error *err, struct sale_req
 
     if (st == LOCK_TIMEOUT) {
         set_all(rqs, n, SALE_LOCK_TIMEOUT, NULL);
+    } else if (st == LOCK_UNAVAILABLE) {
+        set_all(rqs, n, SALE_LOCK_UNAVAILABLE, NULL);
     } else if (err->io) {
         store_drop();
         set_all(rqs, n, SALE_REDIS_DOWN, NULL);

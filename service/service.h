@@ -21,6 +21,7 @@ struct service_config {
                                     --combine asks for the thread-per-connection path) */
     enum lock_wait wait;         /* as asked (LOCK_WAIT_DEFAULT: the version's) */
     int combine;                 /* sales served under one grant, at most (1: off) */
+    const char *lock_masters;    /* redlock's masters, "HOST:PORT,..." (argv; NULL: none) */
     long ttl_ms, wait_ms, retry_ms;
     int faults;                 /* teaching faults and the mutual-exclusion probe allowed */
     int max_conns;
@@ -43,7 +44,7 @@ int store_ping(void);
 
 /* sale.c */
 enum sale_result {
-    SALE_OK, SALE_SOLD_OUT, SALE_LOCK_TIMEOUT, SALE_REDIS_DOWN, SALE_UNKNOWN_ITEM,
+    SALE_OK, SALE_SOLD_OUT, SALE_LOCK_TIMEOUT, SALE_LOCK_UNAVAILABLE, SALE_REDIS_DOWN, SALE_UNKNOWN_ITEM,
     SALE_BAD_STOCK, SALE_LEASE_LOST, SALE_ERROR, SALE_RESULTS
 };
 /* Each result's answer and metric label, in one table. */

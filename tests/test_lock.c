@@ -29,7 +29,7 @@ static redisContext *connect_redis(void)
 static struct lock_client *client_wait(const char *version, long ttl_ms, long retry_ms,
                                        enum lock_wait wait, const char *instance)
 {
-    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, retry_ms, instance, wait };
+    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, retry_ms, instance, wait, NULL };
     struct lock_error err;
     struct lock_client *lc = lock_client_create(lock_find(version), &cfg, &err);
     if (lc == NULL) {
@@ -91,7 +91,7 @@ static void test_registry(void)
     for (const struct lock_ops *const *v = lock_versions(); *v; v++)
         n += (*v)->title != NULL && (*v)->flaw != NULL && (*v)->try_acquire && (*v)->release;
     /* v1-v8 and none; the atomic baseline is the service's (it takes no lock). */
-    test_cond("registry lists ten locks with title, flaw and a store", n == 10);
+    test_cond("registry lists eleven locks with title, flaw and a store", n == 11);
     test_cond("registry: v8 waits by notify and keeps its lease alive",
               lock_find("v8")->wait == LOCK_WAIT_NOTIFY && lock_find("v8")->keepalive);
     test_cond("registry: v3-v7 poll, as the seeds do",
@@ -354,7 +354,7 @@ static void test_scripts_and_errors(void)
     test_cond("scripts are loaded again after SCRIPT FLUSH (NOSCRIPT)", lock_release(lc, &g, NULL, &err) == LOCK_OK && !key_exists(c));
 
     lock_client_destroy(lc);
-    struct lock_config cfg = { "127.0.0.1", 1, 5000, 5, "test-a", LOCK_WAIT_DEFAULT };
+    struct lock_config cfg = { "127.0.0.1", 1, 5000, 5, "test-a", LOCK_WAIT_DEFAULT, NULL };
     lc = lock_client_create(lock_find("v7"), &cfg, &err);
     memset(&err, 0, sizeof(err));
     test_cond("an unreachable Redis gives LOCK_ERROR with io set",
@@ -448,7 +448,7 @@ static void test_notify(void)
               q[0].order == 0 && q[1].order == 1 && q[2].order == 2);
     lock_client_destroy(lc);
 
-    struct lock_config cfg = { "127.0.0.1", redis_port, 5000, 5, "test-a", LOCK_WAIT_NOTIFY };
+    struct lock_config cfg = { "127.0.0.1", redis_port, 5000, 5, "test-a", LOCK_WAIT_NOTIFY, NULL };
     memset(&err, 0, sizeof(err));
     test_cond("v1 cannot wait by notify: the client says so",
               lock_client_create(lock_find("v1"), &cfg, &err) == NULL && strstr(err.msg, "v1"));
