@@ -20,10 +20,12 @@ scenario_defaults() {
     release-gap) echo "ttl=2000 wait=10000" ;;
     nested)      echo "ttl=2000 wait=1000" ;;
     pause)       echo "ttl=500 wait=10000 stock=40" ;;
+    master-down) echo "ttl=2000 wait=3000 stock=100000" ;;
+    quorum-lost) echo "ttl=2000 wait=3000 stock=100000" ;;
     *)           return 1 ;;
     esac
 }
-SCENARIOS="load crash long-work release-gap nested pause"
+SCENARIOS="load crash long-work release-gap nested pause master-down quorum-lost"
 
 rc() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" "$@"; }
 lock_key() { echo "lock:{$ITEM}"; }
@@ -200,4 +202,66 @@ scenario_pause() {
     SCN_FLAW=0
     [ "$oversold" -gt 0 ] && SCN_FLAW=1
     SCN_OBSERVED="holder paused $((TTL_MS * 4)) ms with a ${TTL_MS} ms lease while others sold; overlaps $(overlaps_now); oversold $oversold; the paused sale answered $answer"
+}
+
+# --- redlock (the stack's lock masters: MASTER_PORTS, MASTER_PIDS from stack.env) ---------
+master_pid() { echo "$MASTER_PIDS" | awk -v n="$1" '{ print $n }'; }
+master_port() { echo "$MASTER_PORTS" | awk -v n="$1" '{ print $n }'; }
+sold_now() { local s; s=$(rc get "sold:{$ITEM}"); echo "${s:-0}"; }
+oversold_now() {
+    set -- $(rc mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
+    echo $(( ${2:-0} - (STOCK - ${1:-0}) ))
+}
+# kill_master N: kill -9 the Nth master.
+kill_master() { kill -9 "$(master_pid "$1")" 2>/dev/null; }
+# restart_master N: the Nth master again, from its own files, on its port (as deploy/up
+# started it; its pid file updated so that deploy/down stops it).
+restart_master() {
+    local p; p=$(master_port "$1")
+    setsid redis-server --port "$p" --bind 127.0.0.1 --appendonly yes --appendfsync "$FSYNC" \
+        --save '' --dir "$RUN_DIR/master-$p" --daemonize no </dev/null >>"$RUN_DIR/master-$p.log" 2>&1 &
+    printf '%s\nredis-server\n:%s \n' $! "$p" > "$RUN_DIR/master-$p.pid"
+    MASTER_PIDS=$(echo "$MASTER_PIDS" | awk -v n="$1" -v pid=$! '{ $n = pid; print }')
+    wait_for 5 redis-cli -p "$p" ping
+}
+
+# master-down: load on both instances; one master of three killed a second in. Redlock
+# needs only a quorum: sales go on. Flaw: sales stop, or anything is oversold.
+scenario_master_down() {
+    local at after
+    [ -n "${MASTER_PIDS:-}" ] || { SCN_OBSERVED="no lock masters in this stack (redlock only)"; return 1; }
+    load_bg "$(port_of 1)" 4 3 "" md1
+    load_bg "$(port_of 2)" 4 3 "" md2
+    sleep 1
+    kill_master 1
+    at=$(sold_now)
+    bg_wait
+    after=$(( $(sold_now) - at ))
+    SCN_FLAW=0
+    [ "$after" -gt 0 ] && [ "$(oversold_now)" = 0 ] || SCN_FLAW=1
+    SCN_OBSERVED="one lock master of $(echo $MASTER_PORTS | wc -w) killed mid-load: $after sales after the kill; oversold $(oversold_now)"
+}
+
+# quorum-lost: two masters of three killed: every sale fails fast (503 lock_unavailable,
+# far below the wait limit); the masters restarted: sales resume. Flaw: a sale goes
+# through without a quorum, a failure waits out the wait limit, or nothing resumes.
+scenario_quorum_lost() {
+    local i code t0 ms slowest=0 failed=0 resumed=0 n=5
+    [ -n "${MASTER_PIDS:-}" ] || { SCN_OBSERVED="no lock masters in this stack (redlock only)"; return 1; }
+    sale "$(port_of 1)" >/dev/null
+    kill_master 1; kill_master 2
+    for i in $(seq $n); do
+        t0=$(date +%s%N)
+        code=$(curl -s -o "$SCN_DIR/lost.json" -m 60 -w '%{http_code}' \
+            "http://127.0.0.1:$(port_of $(( i % 2 + 1 )))/inventory/sale?item=$ITEM") || code=000
+        echo "$code" >> "$SCN_DIR/codes"
+        ms=$(( ($(date +%s%N) - t0) / 1000000 )); [ "$ms" -gt "$slowest" ] && slowest=$ms
+        [ "$code" = 503 ] && grep -q '"lock_unavailable"' "$SCN_DIR/lost.json" && failed=$((failed+1))
+    done
+    restart_master 1 && restart_master 2
+    for i in $(seq $n); do [ "$(sale "$(port_of $(( i % 2 + 1 )))")" = 200 ] && resumed=$((resumed+1)); done
+    SCN_FLAW=0
+    [ "$failed" = "$n" ] && [ "$slowest" -lt $(( ${WAIT_MS:-3000} / 2 )) ] && [ "$resumed" = "$n" ] &&
+        [ "$(oversold_now)" = 0 ] || SCN_FLAW=1
+    SCN_OBSERVED="two lock masters of three killed: $failed of $n sales answered 503 lock_unavailable, the slowest in $slowest ms (wait limit ${WAIT_MS:-3000} ms); masters restarted: $resumed of $n sold; oversold $(oversold_now)"
 }

@@ -15,7 +15,7 @@ rc=$?
 cat "$T_TMP/evo.err" "$T_TMP/evo.out"
 check_eq "loadtest/evolution --quick ran every row" 0 "$rc"
 J="$OUT/evolution.json"
-check "it wrote evolution.json" jq -e '.rows | length == 21' "$J"
+check "it wrote evolution.json" jq -e '.rows | length == 24' "$J"
 rows() { jq -r "$1" "$J" 2>/dev/null; }
 while IFS=$'\t' read -r lock scn expect shown flaw over ovl; do
     check_eq "$lock $scn (expect $expect): shown" true "$shown"
@@ -36,6 +36,10 @@ check "v3 crash: every later sale timed out" jq -e '.rows[] | select(.lock == "v
 check "v8 pause: two holders" jq -e '.rows[] | select(.lock == "v8" and .scenario == "pause") | .overlaps > 0' "$J"
 check "v9 pause: two holders still, but the stale write refused: the paused sale answered 409 lease_lost" \
     jq -e '.rows[] | select(.lock == "v9" and .scenario == "pause") | .overlaps > 0 and .oversold == 0 and (.observed | test("answered 409 lease_lost"))' "$J"
+check "v10 master-down: sales went on with one master of three killed, none oversold" \
+    jq -e '.rows[] | select(.lock == "v10" and .scenario == "master-down") | .oversold == 0 and (.observed | test("killed mid-load: [1-9][0-9]* sales after"))' "$J"
+check "v10 quorum-lost: every sale failed fast with lock_unavailable, then resumed" \
+    jq -e '.rows[] | select(.lock == "v10" and .scenario == "quorum-lost") | (.observed | test("5 of 5 sales answered 503 lock_unavailable.*5 of 5 sold"))' "$J"
 check "long-work rows carry a timeline" jq -e '[.rows[] | select(.scenario == "long-work") | (.timeline | length) > 3] | all' "$J"
 check "it wrote report.html" grep -q '<svg' "$OUT/report.html"
 check "it printed the load table" grep -q 'As expected: v2' "$T_TMP/evo.out"
