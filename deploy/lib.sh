@@ -34,3 +34,17 @@ metric_sum() {
         curl -s -m 2 "http://$INSTANCE_HOST:$p/metrics" 2>/dev/null || true
     done | awk -v m="$1" '$1 == m { n += $2; seen = 1 } END { if (seen) print n }'
 }
+
+# redis_start PORT BIND FSYNC DIR LOG PIDFILE [ARG...]: starts redis-server in its own
+# session (AOF with appendfsync FSYNC, no RDB, data in DIR, output appended to LOG) and
+# writes PIDFILE: the pid, then the patterns deploy/down checks before a kill. Sets
+# REDIS_STARTED_PID. The process title is "redis-server ADDR:PORT".
+redis_start() {
+    local port=$1 bind=$2 fsync=$3 dir=$4 log=$5 pidfile=$6; shift 6
+    mkdir -p "$dir"
+    setsid "${REDIS_SERVER_BIN:-redis-server}" --port "$port" --bind "$bind" \
+        --appendonly yes --appendfsync "$fsync" --save '' --dir "$dir" \
+        --daemonize no "$@" </dev/null >>"$log" 2>&1 &
+    REDIS_STARTED_PID=$!
+    printf '%s\nredis-server\n:%s \n' "$REDIS_STARTED_PID" "$port" > "$pidfile"
+}

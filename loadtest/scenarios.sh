@@ -71,6 +71,12 @@ wait_for() {
     done
 }
 overlaps_now() { local o; o=$(rc get "overlaps:{$ITEM}"); echo "${o:-0}"; }
+sold_now() { local s; s=$(rc get "sold:{$ITEM}"); echo "${s:-0}"; }
+# oversold_now: sold - (STOCK - stock), from what Redis holds now.
+oversold_now() {
+    set -- $(rc mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
+    echo $(( ${2:-0} - (STOCK - ${1:-0}) ))
+}
 lock_held() { [ "$(rc exists "$(lock_key)")" = 1 ]; }
 lock_free() { [ "$(rc exists "$(lock_key)")" = 0 ]; }
 
@@ -196,8 +202,7 @@ scenario_pause() {
     kill -CONT "$pid"
     bg_wait
     sampler_stop
-    set -- $(rc mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
-    oversold=$(( ${2:-0} - (STOCK - ${1:-0}) ))
+    oversold=$(oversold_now)
     answer="$(cat "$SCN_DIR/paused.code" 2>/dev/null) $(jq -r '.error // "sold"' "$SCN_DIR/paused.json" 2>/dev/null)"
     SCN_FLAW=0
     [ "$oversold" -gt 0 ] && SCN_FLAW=1
@@ -207,21 +212,15 @@ scenario_pause() {
 # --- redlock (the stack's lock masters: MASTER_PORTS, MASTER_PIDS from stack.env) ---------
 master_pid() { echo "$MASTER_PIDS" | awk -v n="$1" '{ print $n }'; }
 master_port() { echo "$MASTER_PORTS" | awk -v n="$1" '{ print $n }'; }
-sold_now() { local s; s=$(rc get "sold:{$ITEM}"); echo "${s:-0}"; }
-oversold_now() {
-    set -- $(rc mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
-    echo $(( ${2:-0} - (STOCK - ${1:-0}) ))
-}
 # kill_master N: kill -9 the Nth master.
 kill_master() { kill -9 "$(master_pid "$1")" 2>/dev/null; }
 # restart_master N: the Nth master again, from its own files, on its port (as deploy/up
 # started it; its pid file updated so that deploy/down stops it).
 restart_master() {
     local p; p=$(master_port "$1")
-    setsid redis-server --port "$p" --bind 127.0.0.1 --appendonly yes --appendfsync "$FSYNC" \
-        --save '' --dir "$RUN_DIR/master-$p" --daemonize no </dev/null >>"$RUN_DIR/master-$p.log" 2>&1 &
-    printf '%s\nredis-server\n:%s \n' $! "$p" > "$RUN_DIR/master-$p.pid"
-    MASTER_PIDS=$(echo "$MASTER_PIDS" | awk -v n="$1" -v pid=$! '{ $n = pid; print }')
+    redis_start "$p" 127.0.0.1 "$FSYNC" "$RUN_DIR/master-$p" "$RUN_DIR/master-$p.log" \
+        "$RUN_DIR/master-$p.pid"
+    MASTER_PIDS=$(echo "$MASTER_PIDS" | awk -v n="$1" -v pid="$REDIS_STARTED_PID" '{ $n = pid; print }')
     wait_for 5 redis-cli -p "$p" ping
 }
 

@@ -229,7 +229,7 @@ static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct 
     char probe_id[LOCK_OWNER_MAX + 96];
     long long k = *stock <= 0 ? 0 : *stock < n ? *stock : n;
     enum sell_step step = last ? SELL_RELEASED : SELL_KEPT;
-    int st;
+    int st, lost;
 
     metrics_batch(n);
     if (svc.faults) {
@@ -243,7 +243,8 @@ static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct 
     } else if (k > 0 && lead->work_ms > 0) {
         lock_sleep_ms(lead->work_ms);
     }
-    if (k > 0 && g->token > 0 && lock_grant_is_lost(svc_lock, g)) {
+    lost = lock_grant_is_lost(svc_lock, g);
+    if (k > 0 && g->token > 0 && lost) {
         set_all(rqs, n, SALE_LEASE_LOST, NULL); /* fenced: stop before writing */
         k = 0;
     }
@@ -262,7 +263,7 @@ static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct 
         rqs[i]->out.remaining = i < k ? *stock - 1 - i : 0;
         rqs[i]->out.token = g->token;
     }
-    if (lock_grant_is_lost(svc_lock, g))
+    if (lost)
         for (int i = 0; i < n; i++)
             rqs[i]->out.lease_lost = 1;
 
