@@ -1,18 +1,23 @@
 /* test_lock.c - The lock library against a real redis-server: each version's guarantee
- * and, where a version is unsafe by design, its flaw. Usage: test_lock REDIS_PORT */
+ * and, where a version is unsafe by design, its flaw; v10 over three more (its lock masters).
+ * Usage: test_lock REDIS_PORT [MASTER_PORT MASTER_PORT MASTER_PORT] */
 #include "lock/lock.h"
 
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/test.h"
 
 static int redis_port;
+static int master_ports[3];   /* v10's lock masters, when given */
 static const char *KEY = "lock:{test}";
 static const char *ITEM = "test";
 
@@ -592,12 +597,163 @@ static void test_riders(void)
     redisFree(c);
 }
 
+
+/* --- v10: redlock over real masters ------------------------------------------------------ */
+
+static redisContext *connect_port(int port)
+{
+    redisContext *c = redisConnect("127.0.0.1", port);
+    if (c == NULL || c->err) {
+        fprintf(stderr, "cannot connect to redis on port %d\n", port);
+        exit(2);
+    }
+    return c;
+}
+
+/* A loopback port nothing listens on: a master that is down (connection refused). */
+static int dead_port(void)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        perror("dead_port");
+        exit(2);
+    }
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+/* A v10 client over `up` of the live masters followed by `down` dead ones. */
+static struct lock_client *redlock_client(int up, int down, long ttl_ms, char *masters, size_t size)
+{
+    size_t at = 0;
+
+    masters[0] = '\0';
+    for (int i = 0; i < up + down; i++)
+        at += (size_t)snprintf(masters + at, size - at, "%s127.0.0.1:%d", i ? "," : "",
+                               i < up ? master_ports[i] : dead_port());
+    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, 5, "test-a", LOCK_WAIT_DEFAULT, masters };
+    struct lock_error err;
+    struct lock_client *lc = lock_client_create(lock_find("v10"), &cfg, &err);
+    if (lc == NULL) {
+        fprintf(stderr, "lock_client_create v10: %s\n", err.msg);
+        exit(2);
+    }
+    return lc;
+}
+
+/* How many of the first n live masters hold the key. */
+static int held_on(redisContext **m, int n)
+{
+    int held = 0;
+
+    for (int i = 0; i < n; i++)
+        held += cmd_int(m[i], "EXISTS %s", KEY) == 1;
+    return held;
+}
+
+/* Quorum arithmetic (N / 2 + 1 of N, dead masters counting as no), validity, renewal by
+ * quorum and a release that reaches only some masters. */
+static void test_redlock(void)
+{
+    static const struct { int up, down, granted; } votes[] = {
+        { 1, 0, 1 }, { 1, 1, 0 }, { 2, 1, 1 }, { 1, 2, 0 }, { 3, 2, 1 }, { 2, 3, 0 },
+    };
+    redisContext *m[3];
+    char masters[256], d[200];
+
+    for (int i = 0; i < 3; i++) {
+        m[i] = connect_port(master_ports[i]);
+        freeReplyObject(redisCommand(m[i], "DEL %s", KEY));
+    }
+    for (size_t v = 0; v < sizeof(votes) / sizeof(votes[0]); v++) {
+        int up = votes[v].up, n = up + votes[v].down;
+        struct lock_client *lc = redlock_client(up, votes[v].down, 2000, masters, sizeof(masters));
+        struct lock_grant g;
+        struct lock_error err;
+        long long t0 = lock_now_ms();
+        int st = lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
+        long long took = lock_now_ms() - t0;
+
+        if (votes[v].granted) {
+            snprintf(d, sizeof(d), "v10: %d of %d masters up, quorum %d: granted, held on the %d up",
+                     up, n, n / 2 + 1, up);
+            test_cond(d, st == LOCK_OK && held_on(m, up) == up);
+            snprintf(d, sizeof(d), "v10: %d of %d up: validity at most TTL - drift (%lld ms)", up, n,
+                     g.valid_until_ms - g.acquired_ms);
+            test_cond(d, st == LOCK_OK && g.valid_until_ms - g.acquired_ms <= 2000 - 2000 / 100 - 2 &&
+                         g.valid_until_ms > lock_now_ms());
+            snprintf(d, sizeof(d), "v10: %d of %d up: released on every master up", up, n);
+            test_cond(d, lock_release(lc, &g, NULL, &err) == LOCK_OK && held_on(m, up) == 0);
+        } else {
+            snprintf(d, sizeof(d), "v10: %d of %d masters up, quorum %d: unavailable at once (%lld ms)",
+                     up, n, n / 2 + 1, took);
+            test_cond(d, st == LOCK_UNAVAILABLE && took < 500);
+            snprintf(d, sizeof(d), "v10: %d of %d up: the minority's keys given back at once", up, n);
+            test_cond(d, held_on(m, up) == 0);
+        }
+        lock_client_destroy(lc);
+    }
+
+    /* Renewal by quorum: two of three masters keep a 300 ms lease for a second. */
+    struct lock_client *lc = redlock_client(2, 1, 300, masters, sizeof(masters));
+    struct lock_grant g;
+    struct lock_error err;
+    test_cond("v10: 2 of 3 up: acquire with a 300 ms lease", lock_acquire(lc, ITEM, 1000, &g, NULL, &err) == LOCK_OK);
+    lock_sleep_ms(1000);
+    test_cond("v10: renewed by a quorum (2 of 3) past three leases: not lost, held on both",
+              !lock_grant_is_lost(lc, &g) && held_on(m, 2) == 2);
+    test_cond("v10: release", lock_release(lc, &g, NULL, &err) == LOCK_OK && held_on(m, 2) == 0);
+    lock_client_destroy(lc);
+
+    /* Renewal that finds a quorum no longer held: two masters forgot the key. */
+    lc = redlock_client(3, 0, 300, masters, sizeof(masters));
+    test_cond("v10: 3 of 3: acquire with a 300 ms lease", lock_acquire(lc, ITEM, 1000, &g, NULL, &err) == LOCK_OK);
+    freeReplyObject(redisCommand(m[1], "DEL %s", KEY));
+    freeReplyObject(redisCommand(m[2], "DEL %s", KEY));
+    lock_sleep_ms(250);
+    test_cond("v10: two masters forgot the key: the next renewal reports the lease lost",
+              lock_grant_is_lost(lc, &g));
+    test_cond("v10: its release (one of three held it) reports the lease expired, deletes it there",
+              lock_release(lc, &g, NULL, &err) == LOCK_EXPIRED && held_on(m, 3) == 0);
+
+    /* A release that reaches only some masters: one forgot the key (a quorum still gives
+     * it back), then two stall past the per-master timeout (fewer than a quorum answer). */
+    test_cond("v10: acquire again", lock_acquire(lc, ITEM, 1000, &g, NULL, &err) == LOCK_OK);
+    freeReplyObject(redisCommand(m[2], "DEL %s", KEY));
+    test_cond("v10: a release that two of three held: given back (a quorum)",
+              lock_release(lc, &g, NULL, &err) == LOCK_OK && held_on(m, 3) == 0);
+    lock_client_destroy(lc);
+    lc = redlock_client(3, 0, 1000, masters, sizeof(masters));
+    test_cond("v10: acquire with a 1 s lease", lock_acquire(lc, ITEM, 1000, &g, NULL, &err) == LOCK_OK);
+    freeReplyObject(redisCommand(m[1], "CLIENT PAUSE 1500 ALL"));
+    freeReplyObject(redisCommand(m[2], "CLIENT PAUSE 1500 ALL"));
+    long long t0 = lock_now_ms();
+    int st = lock_release(lc, &g, NULL, &err);
+    long long took = lock_now_ms() - t0;
+    snprintf(d, sizeof(d), "v10: two masters stalled 1.5 s: the release reaches one, reports an error in %lld ms", took);
+    test_cond(d, st == LOCK_ERROR && took < 1000 && cmd_int(m[0], "EXISTS %s", KEY) == 0);
+    lock_sleep_ms(1600);   /* the stall ends; whatever the stalled masters kept has expired */
+    test_cond("v10: after the stall and the lease, the lock is free again",
+              lock_acquire(lc, ITEM, 1000, &g, NULL, &err) == LOCK_OK &&
+                  lock_release(lc, &g, NULL, &err) == LOCK_OK && held_on(m, 3) == 0);
+    lock_client_destroy(lc);
+    for (int i = 0; i < 3; i++)
+        redisFree(m[i]);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2 || (redis_port = atoi(argv[1])) <= 0) {
-        fprintf(stderr, "usage: test_lock REDIS_PORT\n");
+    if ((argc != 2 && argc != 5) || (redis_port = atoi(argv[1])) <= 0) {
+        fprintf(stderr, "usage: test_lock REDIS_PORT [MASTER_PORT MASTER_PORT MASTER_PORT]\n");
         return 2;
     }
+    for (int i = 0; argc == 5 && i < 3; i++)
+        master_ports[i] = atoi(argv[2 + i]);
     test_registry();
     const char *all[] = { "v1", "v3", "v4", "v5", "v6", "v7", "v8", "v9", NULL };
     for (int i = 0; all[i]; i++)
@@ -613,5 +769,7 @@ int main(int argc, char **argv)
     test_notify();
     test_wanted();
     test_riders();
+    if (master_ports[0])
+        test_redlock();
     return test_report();
 }
