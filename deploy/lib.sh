@@ -48,3 +48,10 @@ redis_start() {
     REDIS_STARTED_PID=$!
     printf '%s\nredis-server\n:%s \n' "$REDIS_STARTED_PID" "$port" > "$pidfile"
 }
+
+# replica_acks HOST PORT: true once a write on the master at HOST:PORT reaches a replica
+# and is acknowledged within 100 ms (WAIT). "state=online" in INFO is not enough: after a
+# full sync the master streams writes only from the replica's first acknowledgement.
+replica_acks() {
+    [ "$(printf 'SET replica:probe 1\nDEL replica:probe\nWAIT 1 100\n' | redis-cli -h "$1" -p "$2" 2>/dev/null | tail -n 1)" = 1 ]
+}

@@ -22,10 +22,12 @@ scenario_defaults() {
     pause)       echo "ttl=500 wait=10000 stock=40" ;;
     master-down) echo "ttl=2000 wait=3000 stock=100000" ;;
     quorum-lost) echo "ttl=2000 wait=3000 stock=100000" ;;
+    failover)    echo "ttl=2000 wait=10000 stock=40 replica" ;;
+    failover-wait) echo "ttl=2000 wait=10000 stock=40 replica replicas=1" ;;
     *)           return 1 ;;
     esac
 }
-SCENARIOS="load crash long-work release-gap nested pause master-down quorum-lost"
+SCENARIOS="load crash long-work release-gap nested pause master-down quorum-lost failover failover-wait"
 
 rc() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" "$@"; }
 lock_key() { echo "lock:{$ITEM}"; }
@@ -264,3 +266,66 @@ scenario_quorum_lost() {
         [ "$(oversold_now)" = 0 ] || SCN_FLAW=1
     SCN_OBSERVED="two lock masters of three killed: $failed of $n sales answered 503 lock_unavailable, the slowest in $slowest ms (wait limit ${WAIT_MS:-3000} ms); masters restarted: $resumed of $n sold; oversold $(oversold_now)"
 }
+
+# --- failover (the data Redis with an asynchronous replica: REPLICA_PORT from stack.env) --
+replica_cli() { redis-cli -h "$REDIS_HOST" -p "$REPLICA_PORT" "$@"; }
+replica_has_stock() { [ "$(replica_cli get "stock:{$ITEM}")" = "$STOCK" ]; }
+# a_holds_or_answered: A's sale has answered, or its lock is held (on the first lock
+# master for redlock, on the data Redis otherwise).
+a_holds_or_answered() {
+    [ -s "$SCN_DIR/a.code" ] && return 0
+    if [ -n "${MASTER_PORTS:-}" ]; then
+        [ "$(redis-cli -h "$REDIS_HOST" -p "$(master_port 1)" exists "$(lock_key)")" = 1 ]
+    else
+        lock_held
+    fi
+}
+
+# failover: the replica has the stock; then its link drops (it is pointed at an address
+# where nothing answers, as a partition would) just before A's grant, so that the grant
+# never reaches it; A works two TTLs on instance 1; the master is killed -9 and the replica
+# promoted (REPLICAOF NO ONE); the instances follow it (--redis-standby); B sells three
+# times on instance 2 while A still works. From here on Redis is the promoted replica.
+# Flaw: two holders: A's write lands after B's (oversold). With --replicas 1 (failover-wait)
+# the grant counts only once the replica has it: A's is refused (503 lock_unavailable).
+scenario_failover() {
+    local a b work=$((TTL_MS * 2)) master_pid old_port fence_a fence_r fence tokens i code sold_b=0 answer oversold
+    [ -n "${REPLICA_PORT:-}" ] || { SCN_OBSERVED="no replica in this stack (deploy/up --replica)"; return 1; }
+    a=$(port_of 1); b=$(port_of 2); master_pid=$(head -n 1 "$RUN_DIR/redis.pid"); old_port=$REDIS_PORT
+    wait_for 10 replica_has_stock || { SCN_OBSERVED="the replica never got the stock"; return 1; }
+    replica_cli replicaof 127.0.0.1 "$(free_port)" >/dev/null
+    ( code=$(curl -s -o "$SCN_DIR/a.json" -m 60 -w '%{http_code}' \
+          "http://127.0.0.1:$a/inventory/sale?item=$ITEM&work_ms=$work") || code=000
+      echo "$code" >> "$SCN_DIR/codes"; echo "$code" > "$SCN_DIR/a.code" ) &
+    BG_PIDS="$BG_PIDS $!"
+    # A holds (or was refused) once its try and the replicas' acknowledgement are over.
+    wait_for 5 a_holds_or_answered
+    sleep "$(awk "BEGIN{print ($TTL_MS / 10 + 300) / 1000}")"
+    fence_a=$(rc get "fence:{$ITEM}")
+    kill -9 "$master_pid"
+    replica_cli replicaof no one >/dev/null
+    # The old master comes back from its files as the new master's replica (as Sentinel
+    # would have it); the instances skip it, it says it is a replica.
+    redis_start "$old_port" 127.0.0.1 "$FSYNC" "$RUN_DIR/redis" "$RUN_DIR/redis.log" \
+        "$RUN_DIR/redis.pid" --replicaof "$REDIS_HOST" "$REPLICA_PORT"
+    REDIS_PORT=$REPLICA_PORT            # the promoted replica is the data Redis now
+    wait_for 10 replica_acks "$REDIS_HOST" "$REPLICA_PORT" ||
+        { SCN_OBSERVED="the old master did not come back as a replica"; return 1; }
+    fence_r=$(rc get "fence:{$ITEM}")
+    for i in 1 2 3; do
+        code=$(sale "$b")
+        [ "$code" = 200 ] && sold_b=$((sold_b+1))
+    done
+    bg_wait
+    oversold=$(oversold_now)
+    answer="$(cat "$SCN_DIR/a.code" 2>/dev/null) $(jq -r 'if .ok then "sold" + (if .lease_lost then " (lease lost)" else "" end) else .error end' "$SCN_DIR/a.json" 2>/dev/null)"
+    fence=""
+    if [ -n "$fence_a" ]; then
+        tokens=$(rc xrange "orders:{$ITEM}" - + | awk 'prev == "token" { print } { prev = $0 }' | paste -sd, -)
+        fence=" (its fence:{I} went back from $fence_a to ${fence_r:-0}; tokens in the ledger ${tokens:-none})"
+    fi
+    SCN_FLAW=0
+    [ "$oversold" -gt 0 ] && SCN_FLAW=1
+    SCN_OBSERVED="the replica missed A's grant; master killed, replica promoted$fence: then B sold $sold_b of 3; A (working $work ms) answered $answer; oversold $oversold"
+}
+scenario_failover_wait() { scenario_failover; }

@@ -128,6 +128,7 @@ struct lock_client *lock_client_create(const struct lock_ops *ops, const struct 
     lc->cfg.redis_host = strdup(cfg->redis_host ? cfg->redis_host : "127.0.0.1");
     lc->cfg.instance_id = strdup(cfg->instance_id ? cfg->instance_id : "instance");
     lc->cfg.lock_masters = cfg->lock_masters ? strdup(cfg->lock_masters) : NULL;
+    lc->cfg.redis_standby = cfg->redis_standby ? strdup(cfg->redis_standby) : NULL;
     if (lc->cfg.ttl_ms <= 0)
         lc->cfg.ttl_ms = 30000;
     if (lc->cfg.retry_ms <= 0)
@@ -165,6 +166,7 @@ out_free:
     free((char *)lc->cfg.redis_host);
     free((char *)lc->cfg.instance_id);
     free((char *)lc->cfg.lock_masters);
+    free((char *)lc->cfg.redis_standby);
     free(lc);
     return NULL;
 }
@@ -182,6 +184,7 @@ void lock_client_destroy(struct lock_client *lc)
     free((char *)lc->cfg.redis_host);
     free((char *)lc->cfg.instance_id);
     free((char *)lc->cfg.lock_masters);
+    free((char *)lc->cfg.redis_standby);
     free(lc);
 }
 
@@ -196,12 +199,34 @@ static void owner_id(const struct lock_client *lc, char *owner, size_t size)
     snprintf(owner, size, "%s:%ld", lc->cfg.instance_id, thread_no);
 }
 
+/* WAIT: a grant counts once cfg.replicas replicas of the data Redis have it (the lock
+ * key and the fencing token), so that a failover to one of them cannot forget it. Waits
+ * at most a tenth of the TTL. LOCK_OK, LOCK_UNAVAILABLE (too few acknowledged) or
+ * LOCK_ERROR. */
+static int replicated(struct lock_client *lc, struct lock_error *err)
+{
+    long timeout = lc->cfg.ttl_ms / 10 > 0 ? lc->cfg.ttl_ms / 10 : 1;
+    redisReply *r = lock_command(lc, LOCK_R_INTEGER, err, "WAIT %d %ld", lc->cfg.replicas, timeout);
+    long long acked;
+
+    if (r == NULL)
+        return LOCK_ERROR;
+    acked = r->integer;
+    freeReplyObject(r);
+    if (acked >= lc->cfg.replicas)
+        return LOCK_OK;
+    snprintf(err->msg, sizeof(err->msg), "the grant reached %lld of %d replicas in %ld ms",
+             acked, lc->cfg.replicas, timeout);
+    err->io = 0;
+    return LOCK_UNAVAILABLE;
+}
+
 int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct lock_grant *g,
                  struct lock_rider *rider, struct lock_error *err)
 {
     long long start = lock_now_ms();
     size_t n = item ? strlen(item) : 0;
-    int st;
+    int st, granted;
 
     memset(g, 0, sizeof(*g));
     if (n == 0 || n > LOCK_ITEM_MAX)
@@ -211,13 +236,17 @@ int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct 
     owner_id(lc, g->owner, sizeof(g->owner));
 
     st = lock_wait_acquire(lc, g, wait_ms, rider, err);
-    if (st == LOCK_OK && lock_riders_flush(lc, err) != LOCK_OK) {
-        /* The read did not get through: give the lock back, report the failure. */
+    granted = st == LOCK_OK;
+    if (granted && lock_riders_flush(lc, err) != LOCK_OK)
+        st = LOCK_ERROR;      /* the read did not get through */
+    else if (granted && g->depth == 1 && lc->cfg.replicas > 0)
+        st = replicated(lc, err);
+    if (granted && st != LOCK_OK) {
+        /* Granted, but not usable: give the lock back, report why. */
         struct lock_error ignored;
         lock_riders_set(lc, NULL, NULL);
         lc->ops->release(lc, g, &ignored);
         lock_wait_released(lc, g);
-        st = LOCK_ERROR;
     }
     lock_riders_set(lc, NULL, NULL);
     g->waited_ms = lock_now_ms() - start;

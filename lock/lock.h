@@ -35,8 +35,9 @@ enum lock_status {
     LOCK_STOLEN,      /* release: not ours any more although our lease still ran: someone
                          deleted or took it before its time; nothing was deleted */
     LOCK_ERROR,       /* Redis failed or answered something unexpected; see lock_error */
-    LOCK_UNAVAILABLE  /* acquire: fewer lock masters answered than a quorum (redlock): no
-                         waiting could help; fail fast */
+    LOCK_UNAVAILABLE  /* acquire: fewer lock masters answered than a quorum (redlock), or
+                         fewer replicas acknowledged the grant than lock_config.replicas:
+                         no waiting could help; fail fast */
 };
 
 struct lock_error {
@@ -63,6 +64,11 @@ struct lock_config {
     const char *instance_id;  /* unique per process (a uuid); prefix of every owner id */
     enum lock_wait wait;      /* LOCK_WAIT_DEFAULT: the version's */
     const char *lock_masters; /* redlock: its N independent masters, "HOST:PORT,..." */
+    const char *redis_standby; /* "HOST:PORT,...": where the data Redis may be after a
+                                  failover; a connection goes to the first of redis_host
+                                  and these that says it is a master (ROLE); NULL: none */
+    int replicas;             /* a first grant counts only once this many replicas of the
+                                 data Redis acknowledged it (WAIT); 0: at once */
 };
 
 /* What acquire hands back, and release takes. Lives on the caller's stack. */

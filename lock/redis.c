@@ -2,11 +2,13 @@
  * helpers every store uses, riders sent in the same round trip, and the Lua runner. */
 #include "lock/internal.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 /* The calling thread's connection and the riders waiting for its next lock command.
  * Owned by that thread (a redisContext is not thread-safe); freed when it exits. */
@@ -64,11 +66,9 @@ static struct conn *thread_conn(struct lock_client *lc)
     return cn;
 }
 
-redisContext *lock_redis_connect(const struct lock_client *lc, long timeout_ms,
-                                 struct lock_error *err)
+static redisContext *connect_to(const char *host, int port, struct timeval tv, struct lock_error *err)
 {
-    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-    redisContext *c = redisConnectWithTimeout(lc->cfg.redis_host, lc->cfg.redis_port, tv);
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
 
     if (c == NULL) {
         lock_fail(err, NULL, "out of memory");
@@ -82,6 +82,69 @@ redisContext *lock_redis_connect(const struct lock_client *lc, long timeout_ms,
     return c;
 }
 
+/* ROLE says "master": writes go here (a replica would refuse them, READONLY). */
+static int is_master(redisContext *c, struct timeval tv)
+{
+    redisReply *r;
+    int yes;
+
+    if (redisSetTimeout(c, tv) != REDIS_OK || (r = redisCommand(c, "ROLE")) == NULL)
+        return 0;
+    yes = r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+          r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") == 0;
+    freeReplyObject(r);
+    return yes;
+}
+
+/* The data Redis; with standbys, the first of it and them that says it is a master (after
+ * a failover, the promoted replica). */
+redisContext *lock_redis_connect(const struct lock_client *lc, long timeout_ms,
+                                 struct lock_error *err)
+{
+    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+    const char *p = lc->cfg.redis_standby;
+    redisContext *c = connect_to(lc->cfg.redis_host, lc->cfg.redis_port, tv, err);
+
+    if (p == NULL || (c && is_master(c, tv)))
+        return c;
+    if (c)
+        redisFree(c);
+    while (*p) {
+        const char *end = strchr(p, ','), *colon;
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char host[256];
+
+        colon = memchr(p, ':', len);
+        if (colon && colon > p && (size_t)(colon - p) < sizeof(host)) {
+            memcpy(host, p, (size_t)(colon - p));
+            host[colon - p] = '\0';
+            c = connect_to(host, atoi(colon + 1), tv, err);
+            if (c && is_master(c, tv))
+                return c;
+            if (c)
+                redisFree(c);
+        }
+        p += len + (end != NULL);
+    }
+    lock_fail(err, NULL, "no master at the data Redis or its standbys");
+    err->io = 1;
+    return NULL;
+}
+
+/* The server closed this idle connection (it died, or restarted): with standbys, the
+ * master may have moved, and a connection is replaced before use, as clients that follow
+ * a failover do. One poll, no wait. */
+static int closed_by_server(redisContext *c)
+{
+    struct pollfd p = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
+    char byte;
+
+    if (poll(&p, 1, 0) != 1)
+        return 0;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) ||
+           recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
 redisContext *lock_redis(struct lock_client *lc, struct lock_error *err)
 {
     struct conn *cn = thread_conn(lc);
@@ -91,7 +154,7 @@ redisContext *lock_redis(struct lock_client *lc, struct lock_error *err)
         lock_fail(err, NULL, "out of memory");
         return NULL;
     }
-    if (cn->c && !cn->c->err)
+    if (cn->c && !cn->c->err && !(lc->cfg.redis_standby && closed_by_server(cn->c)))
         return cn->c;
     if (cn->c) {
         redisFree(cn->c);

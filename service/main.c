@@ -70,6 +70,12 @@ static void usage(FILE *out)
         "                    script per item\n"
         "  --lock-redis H:P,H:P,H:P  redlock (v10): its N = 2f + 1 independent lock masters;\n"
         "                    a grant needs N / 2 + 1 of them (stock and tokens stay on --redis)\n"
+        "  --redis-standby H:P,...  where the data Redis may be after a failover (its\n"
+        "                    replicas): each new connection goes to the first of --redis and\n"
+        "                    these that says it is a master (ROLE), as a Sentinel client would\n"
+        "  --replicas N      a grant counts only once N replicas of the data Redis have it\n"
+        "                    (WAIT N, at most a tenth of --ttl-ms; default 0: at once); too\n"
+        "                    few: the grant is given back, 503 lock_unavailable\n"
         "  --faults          accept the teaching faults work_ms, release_gap_ms, nested=1\n"
         "                    and keep the mutual-exclusion probe (probe:{I}, overlaps:{I})\n"
         "  --name NAME       instance name in answers, logs and the ledger (default inventory-PORT)\n"
@@ -121,6 +127,7 @@ static void parse_flags(int argc, char **argv)
         { "wait", required_argument, NULL, 'W' },     { "combine", required_argument, NULL, 'c' },
         { "list-versions", no_argument, NULL, 'L' },  { "help", no_argument, NULL, 'h' },
         { "lock-redis", required_argument, NULL, 'M' },
+        { "redis-standby", required_argument, NULL, 'S' }, { "replicas", required_argument, NULL, 'R' },
         { NULL, 0, NULL, 0 },
     };
     const char *lock = "v8", *colon;
@@ -174,6 +181,19 @@ static void parse_flags(int argc, char **argv)
             break;
         case 'c': svc.combine = (int)number_flag("combine", optarg, 1, 256); break;
         case 'M': svc.lock_masters = optarg; break;
+        case 'S':
+            for (const char *p = optarg, *end; *p; p = end ? end + 1 : p + strlen(p)) {
+                end = strchr(p, ',');
+                colon = memchr(p, ':', end ? (size_t)(end - p) : strlen(p));
+                if (colon == NULL || colon == p ||
+                    atoi(colon + 1) < 1 || atoi(colon + 1) > 65535) {
+                    fprintf(stderr, "inventory-service: --redis-standby wants HOST:PORT,..., not '%s'\n", optarg);
+                    exit(2);
+                }
+            }
+            svc.redis_standby = optarg;
+            break;
+        case 'R': svc.replicas = (int)number_flag("replicas", optarg, 0, 16); break;
         case 'L': list_versions(); exit(0);
         case 'h': usage(stdout); exit(0);
         default:
@@ -257,7 +277,8 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
     cfg = (struct lock_config){ svc.redis_host, svc.redis_port, svc.ttl_ms, svc.retry_ms,
-                                svc.instance_id, svc.wait, svc.lock_masters };
+                                svc.instance_id, svc.wait, svc.lock_masters,
+                                svc.redis_standby, svc.replicas };
     svc_lock = lock_client_create(svc.ops, &cfg, &err);
     if (svc_lock == NULL) {
         fprintf(stderr, "inventory-service: lock %s: %s\n", svc.version, err.msg);

@@ -22,6 +22,8 @@ struct service_config {
     enum lock_wait wait;         /* as asked (LOCK_WAIT_DEFAULT: the version's) */
     int combine;                 /* sales served under one grant, at most (1: off) */
     const char *lock_masters;    /* redlock's masters, "HOST:PORT,..." (argv; NULL: none) */
+    const char *redis_standby;   /* where the data Redis may be after a failover (NULL: none) */
+    int replicas;                /* WAIT for this many replicas before a grant counts */
     long ttl_ms, wait_ms, retry_ms;
     int faults;                 /* teaching faults and the mutual-exclusion probe allowed */
     int max_conns;

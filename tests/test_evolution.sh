@@ -15,7 +15,7 @@ rc=$?
 cat "$T_TMP/evo.err" "$T_TMP/evo.out"
 check_eq "loadtest/evolution --quick ran every row" 0 "$rc"
 J="$OUT/evolution.json"
-check "it wrote evolution.json" jq -e '.rows | length == 24' "$J"
+check "it wrote evolution.json" jq -e '.rows | length == 28' "$J"
 rows() { jq -r "$1" "$J" 2>/dev/null; }
 while IFS=$'\t' read -r lock scn expect shown flaw over ovl; do
     check_eq "$lock $scn (expect $expect): shown" true "$shown"
@@ -40,6 +40,14 @@ check "v10 master-down: sales went on with one master of three killed, none over
     jq -e '.rows[] | select(.lock == "v10" and .scenario == "master-down") | .oversold == 0 and (.observed | test("killed mid-load: [1-9][0-9]* sales after"))' "$J"
 check "v10 quorum-lost: every sale failed fast with lock_unavailable, then resumed" \
     jq -e '.rows[] | select(.lock == "v10" and .scenario == "quorum-lost") | (.observed | test("5 of 5 sales answered 503 lock_unavailable.*5 of 5 sold"))' "$J"
+check "v8 failover: the holder's write landed on the promoted replica after B's sales (two holders)" \
+    jq -e '.rows[] | select(.lock == "v8" and .scenario == "failover") | .oversold > 0 and (.observed | test("B sold [1-3] of 3.*answered 200 sold"))' "$J"
+check "v9 failover: the token counter went back; the old holder answered 409 lease_lost" \
+    jq -e '.rows[] | select(.lock == "v9" and .scenario == "failover") | .oversold == 0 and (.observed | test("went back from ([0-9]+) to ") and test("answered 409 lease_lost"))' "$J"
+check "v9 failover-wait: the grant the replica never had did not count (503 lock_unavailable)" \
+    jq -e '.rows[] | select(.lock == "v9" and .scenario == "failover-wait") | .oversold == 0 and (.observed | test("answered 503 lock_unavailable"))' "$J"
+check "v10 failover: the lock held on its masters; the old holder sold, nothing oversold" \
+    jq -e '.rows[] | select(.lock == "v10" and .scenario == "failover") | .oversold == 0 and (.observed | test("answered 200 sold;"))' "$J"
 check "long-work rows carry a timeline" jq -e '[.rows[] | select(.scenario == "long-work") | (.timeline | length) > 3] | all' "$J"
 check "it wrote report.html" grep -q '<svg' "$OUT/report.html"
 check "it printed the load table" grep -q 'As expected: v2' "$T_TMP/evo.out"
