@@ -319,10 +319,11 @@ int main(int argc, char **argv)
         lock_client_destroy(svc_lock);
         return 1;
     }
-    log_event("INFO", "listening on %s:%d, lock %s, wait %s, combine %d, redis %s:%d, ttl %ld ms, "
-              "wait limit %ld ms%s", svc.bind, svc.port, svc.version,
+    log_event("INFO", "listening on %s:%d, lock %s, wait %s, combine %d, redis %s:%d%s%s, "
+              "replicas %d, ttl %ld ms, wait limit %ld ms%s", svc.bind, svc.port, svc.version,
               svc.atomic ? "none" : lock_wait_name(svc_lock->cfg.wait), svc.combine,
-              svc.redis_host, svc.redis_port, svc.ttl_ms, svc.wait_ms,
+              svc.redis_host, svc.redis_port, svc.redis_standby ? " standby " : "",
+              svc.redis_standby ? svc.redis_standby : "", svc.replicas, svc.ttl_ms, svc.wait_ms,
               svc.faults ? ", faults on" : "");
 
     while (sigwait(&stop, &sig) != 0)
