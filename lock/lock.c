@@ -201,11 +201,11 @@ static void owner_id(const struct lock_client *lc, char *owner, size_t size)
 
 /* WAIT: a grant counts once cfg.replicas replicas of the data Redis have it (the lock
  * key and the fencing token), so that a failover to one of them cannot forget it. Waits
- * at most a tenth of the TTL. LOCK_OK, LOCK_UNAVAILABLE (too few acknowledged) or
+ * a tenth of the TTL, at most 4 s (below the connection's 5 s command timeout). LOCK_OK, LOCK_UNAVAILABLE (too few acknowledged) or
  * LOCK_ERROR. */
 static int replicated(struct lock_client *lc, struct lock_error *err)
 {
-    long timeout = lc->cfg.ttl_ms / 10 > 0 ? lc->cfg.ttl_ms / 10 : 1;
+    long timeout = lc->cfg.ttl_ms / 10 < 1 ? 1 : lc->cfg.ttl_ms / 10 > 4000 ? 4000 : lc->cfg.ttl_ms / 10;
     redisReply *r = lock_command(lc, LOCK_R_INTEGER, err, "WAIT %d %ld", lc->cfg.replicas, timeout);
     long long acked;
 
@@ -242,10 +242,15 @@ int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct 
     else if (granted && g->depth == 1 && lc->cfg.replicas > 0)
         st = replicated(lc, err);
     if (granted && st != LOCK_OK) {
-        /* Granted, but not usable: give the lock back, report why. */
+        /* Granted, but not usable: give the lock back (telling the waiters, as a release
+         * does), report why. */
         struct lock_error ignored;
-        lock_riders_set(lc, NULL, NULL);
+        struct lock_rider notice = { 0 };
+        lock_wait_releasing(lc, g, &notice);
+        lock_riders_set(lc, NULL, notice.n ? &notice : NULL);
         lc->ops->release(lc, g, &ignored);
+        lock_riders_set(lc, NULL, NULL);
+        lock_rider_reset(&notice);
         lock_wait_released(lc, g);
     }
     lock_riders_set(lc, NULL, NULL);

@@ -238,7 +238,10 @@ static redisReply *check_type(redisReply *r, int types, const char *what, struct
         snprintf(err->msg, sizeof(err->msg), "%.120s", r->str);
     else
         snprintf(err->msg, sizeof(err->msg), "%.60s: unexpected reply type %d", what, r->type);
-    err->io = 0;
+    /* A server demoted to replica (or still loading) keeps our connection open: treat it
+     * as gone, so that the next connection looks for the master again. */
+    err->io = r->type == REDIS_REPLY_ERROR &&
+              (strncmp(r->str, "READONLY", 8) == 0 || strncmp(r->str, "LOADING", 7) == 0);
     freeReplyObject(r);
     return NULL;
 }

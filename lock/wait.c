@@ -155,6 +155,7 @@ static void *subscriber_main(void *arg)
             lock_sleep_ms(100);
             continue;
         }
+        redisSetTimeout(c, (struct timeval){ 0, 0 });   /* it blocks until a message */
         r = redisCommand(c, "PSUBSCRIBE lock:{*}");
         if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
             freeReplyObject(r);

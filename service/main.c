@@ -74,7 +74,7 @@ static void usage(FILE *out)
         "                    replicas): each new connection goes to the first of --redis and\n"
         "                    these that says it is a master (ROLE), as a Sentinel client would\n"
         "  --replicas N      a grant counts only once N replicas of the data Redis have it\n"
-        "                    (WAIT N, at most a tenth of --ttl-ms; default 0: at once); too\n"
+        "                    (WAIT N for a tenth of --ttl-ms, at most 4 s; default 0); too\n"
         "                    few: the grant is given back, 503 lock_unavailable\n"
         "  --faults          accept the teaching faults work_ms, release_gap_ms, nested=1\n"
         "                    and keep the mutual-exclusion probe (probe:{I}, overlaps:{I})\n"
