@@ -151,8 +151,9 @@ redisContext *lock_redis_connect(const struct lock_client *lc, long timeout_ms,
         }
         p += len + (end != NULL);
     }
-    lock_fail(err, NULL, "no master at the data Redis or its standbys");
-    err->io = 1;
+    if (err->msg[0] == '\0' || strstr(err->msg, "refused us") == NULL)
+        lock_fail(err, NULL, "no master at the data Redis or its standbys");
+    err->io = 1;   /* a refusal (NOAUTH, WRONGPASS) keeps its own message */
     return NULL;
 }
 

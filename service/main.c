@@ -132,8 +132,12 @@ static void read_password(const char *file)
         exit(2);
     }
     svc.redis_password[n] = '\0';
-    if (env)
+    if (env) {
+        /* Wipe the bytes too: /proc/PID/environ shows the original block. */
+        for (char *p = (char *)env; *p; p++)
+            *p = 'x';
         unsetenv("REDIS_PASSWORD");
+    }
 }
 
 /* Parses a whole number in [min, max] or exits with a one-line reason. */

@@ -26,7 +26,10 @@ unset REDISCLI_AUTH
 stock() { REDISCLI_AUTH=$PW redis-cli -p "$P" get 'stock:{a}'; }
 sale() { curl -s -o "$T_TMP/body" -w '%{http_code}' "http://127.0.0.1:$1/inventory/sale?item=a"; }
 # no_secret PORT: neither password in the instance's argv or its log.
-no_secret() { ! grep -qF -e "$PW" -e "$USER_PW" "$T_TMP/svc-$1.log" /proc/"$2"/cmdline; }
+no_secret() {
+    grep -qsF -e "$PW" -e "$USER_PW" "$T_TMP/svc-$1.log" "/proc/$2/cmdline" "/proc/$2/environ"
+    [ $? = 1 ]   # read every file, found nothing (2: a file missing)
+}
 
 check "unauthenticated, Redis refuses" sh -c "redis-cli -p $P get 'stock:{a}' 2>&1 | grep -q NOAUTH"
 
@@ -41,17 +44,17 @@ check "  the log says NOAUTH and that no password is set" \
 REDIS_PASSWORD=$PW start_service E --redis "127.0.0.1:$P" --name auth-env || exit 1
 check_eq "REDIS_PASSWORD: sold" 200 "$(sale "$E")"
 check_eq "  stock 99" 99 "$(stock)"
-check "  the password is in neither argv nor the log" no_secret "$E" "$SVC_PID"
+check "  the password is in neither argv, the environment nor the log" no_secret "$E" "$SVC_PID"
 
 # --- --redis-password-file -----------------------------------------------------------------
 start_service F --redis "127.0.0.1:$P" --redis-password-file "$T_TMP/pass" --name auth-file || exit 1
 check_eq "--redis-password-file: sold" 200 "$(sale "$F")"
 check "  the password is in neither argv nor the log" no_secret "$F" "$SVC_PID"
-build/inventory-service --redis-password-file "$T_TMP/missing" > /dev/null 2> "$T_TMP/err"; rc=$?
+timeout 5 build/inventory-service --redis-password-file "$T_TMP/missing" > /dev/null 2> "$T_TMP/err"; rc=$?
 check_eq "a missing password file: exit 2" 2 "$rc"
 check "  saying which file and why" grep -q "missing: No such file" "$T_TMP/err"
 : > "$T_TMP/empty"
-build/inventory-service --redis-password-file "$T_TMP/empty" > /dev/null 2> "$T_TMP/err"; rc=$?
+timeout 5 build/inventory-service --redis-password-file "$T_TMP/empty" > /dev/null 2> "$T_TMP/err"; rc=$?
 check_eq "an empty password file: exit 2" 2 "$rc"
 
 # --- an ACL user ---------------------------------------------------------------------------
