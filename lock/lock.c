@@ -113,6 +113,22 @@ static int resolve_wait(const struct lock_ops *ops, enum lock_wait asked, enum l
 }
 
 /* Creates the client; the caller frees it with lock_client_destroy(). */
+/* Frees the strings lock_client_create copied; the password's bytes are wiped first. */
+static void config_free(struct lock_config *cfg)
+{
+    if (cfg->redis_password) {
+        volatile char *p = (volatile char *)cfg->redis_password;
+        while (*p)
+            *p++ = '\0';
+    }
+    free((char *)cfg->redis_host);
+    free((char *)cfg->instance_id);
+    free((char *)cfg->lock_masters);
+    free((char *)cfg->redis_standby);
+    free((char *)cfg->redis_user);
+    free((char *)cfg->redis_password);
+}
+
 struct lock_client *lock_client_create(const struct lock_ops *ops, const struct lock_config *cfg,
                                        struct lock_error *err)
 {
@@ -129,6 +145,8 @@ struct lock_client *lock_client_create(const struct lock_ops *ops, const struct 
     lc->cfg.instance_id = strdup(cfg->instance_id ? cfg->instance_id : "instance");
     lc->cfg.lock_masters = cfg->lock_masters ? strdup(cfg->lock_masters) : NULL;
     lc->cfg.redis_standby = cfg->redis_standby ? strdup(cfg->redis_standby) : NULL;
+    lc->cfg.redis_user = cfg->redis_user ? strdup(cfg->redis_user) : NULL;
+    lc->cfg.redis_password = cfg->redis_password ? strdup(cfg->redis_password) : NULL;
     if (lc->cfg.ttl_ms <= 0)
         lc->cfg.ttl_ms = 30000;
     if (lc->cfg.retry_ms <= 0)
@@ -163,10 +181,7 @@ out_free:
         ops->destroy(lc);
     if (redis_up)
         lock_redis_destroy(lc);
-    free((char *)lc->cfg.redis_host);
-    free((char *)lc->cfg.instance_id);
-    free((char *)lc->cfg.lock_masters);
-    free((char *)lc->cfg.redis_standby);
+    config_free(&lc->cfg);
     free(lc);
     return NULL;
 }
@@ -181,10 +196,7 @@ void lock_client_destroy(struct lock_client *lc)
     if (lc->ops->destroy)
         lc->ops->destroy(lc);
     lock_redis_destroy(lc);
-    free((char *)lc->cfg.redis_host);
-    free((char *)lc->cfg.instance_id);
-    free((char *)lc->cfg.lock_masters);
-    free((char *)lc->cfg.redis_standby);
+    config_free(&lc->cfg);
     free(lc);
 }
 

@@ -69,6 +69,9 @@ struct lock_config {
                                   and these that says it is a master (ROLE); NULL: none */
     int replicas;             /* a first grant counts only once this many replicas of the
                                  data Redis acknowledged it (WAIT); 0: at once */
+    const char *redis_user;   /* ACL user for every Redis (data, standbys, masters); NULL:
+                                 the default user */
+    const char *redis_password; /* its password; NULL: none. Never logged */
 };
 
 /* What acquire hands back, and release takes. Lives on the caller's stack. */

@@ -66,19 +66,44 @@ static struct conn *thread_conn(struct lock_client *lc)
     return cn;
 }
 
-static redisContext *connect_to(const char *host, int port, struct timeval tv, struct lock_error *err)
+redisContext *lock_redis_open(const struct lock_client *lc, const char *host, int port,
+                              long timeout_ms, struct lock_error *err)
 {
+    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
     redisContext *c = redisConnectWithTimeout(host, port, tv);
+    redisReply *r;
 
     if (c == NULL) {
         lock_fail(err, NULL, "out of memory");
         return NULL;
     }
-    if (c->err) {
+    if (c->err || redisSetTimeout(c, tv) != REDIS_OK) {
         lock_fail(err, c, "connect");
         redisFree(c);
         return NULL;
     }
+    /* AUTH with the configured credentials, or PING: a Redis that wants a password says
+     * so here, once per connection, rather than on every sale. */
+    if (lc->cfg.redis_password && lc->cfg.redis_user)
+        r = redisCommand(c, "AUTH %s %s", lc->cfg.redis_user, lc->cfg.redis_password);
+    else if (lc->cfg.redis_password)
+        r = redisCommand(c, "AUTH %s", lc->cfg.redis_password);
+    else
+        r = redisCommand(c, "PING");
+    if (r == NULL) {
+        lock_fail(err, c, "connect");
+        redisFree(c);
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(err->msg, sizeof(err->msg), "Redis :%d refused us: %.56s%s", port, r->str,
+                 lc->cfg.redis_password ? "" : " (no password set)");
+        err->io = 1;
+        freeReplyObject(r);
+        redisFree(c);
+        return NULL;
+    }
+    freeReplyObject(r);
     return c;
 }
 
@@ -103,7 +128,7 @@ redisContext *lock_redis_connect(const struct lock_client *lc, long timeout_ms,
 {
     struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
     const char *p = lc->cfg.redis_standby;
-    redisContext *c = connect_to(lc->cfg.redis_host, lc->cfg.redis_port, tv, err);
+    redisContext *c = lock_redis_open(lc, lc->cfg.redis_host, lc->cfg.redis_port, timeout_ms, err);
 
     if (p == NULL || (c && is_master(c, tv)))
         return c;
@@ -118,7 +143,7 @@ redisContext *lock_redis_connect(const struct lock_client *lc, long timeout_ms,
         if (colon && colon > p && (size_t)(colon - p) < sizeof(host)) {
             memcpy(host, p, (size_t)(colon - p));
             host[colon - p] = '\0';
-            c = connect_to(host, atoi(colon + 1), tv, err);
+            c = lock_redis_open(lc, host, atoi(colon + 1), timeout_ms, err);
             if (c && is_master(c, tv))
                 return c;
             if (c)
@@ -126,8 +151,9 @@ redisContext *lock_redis_connect(const struct lock_client *lc, long timeout_ms,
         }
         p += len + (end != NULL);
     }
-    lock_fail(err, NULL, "no master at the data Redis or its standbys");
-    err->io = 1;
+    if (err->msg[0] == '\0' || strstr(err->msg, "refused us") == NULL)
+        lock_fail(err, NULL, "no master at the data Redis or its standbys");
+    err->io = 1;   /* a refusal (NOAUTH, WRONGPASS) keeps its own message */
     return NULL;
 }
 

@@ -21,6 +21,7 @@ struct redlock {
     int n, quorum;              /* quorum: n / 2 + 1 */
     long timeout_ms;            /* per master, to connect and to answer: far below the TTL */
     pthread_key_t key;          /* the calling thread's connections (struct links) */
+    const struct lock_client *lc; /* whose credentials open the connections */
 };
 
 /* One thread's connections to the masters (a redisContext is not thread-safe). */
@@ -82,6 +83,7 @@ static int v10_init(struct lock_client *lc, struct lock_error *err)
         free(rl);
         return lock_fail(err, NULL, "cannot create the per-thread connections");
     }
+    rl->lc = lc;
     lc->store_state = rl;
     return LOCK_OK;
 }
@@ -104,19 +106,14 @@ static void v10_destroy(struct lock_client *lc)
  * when it cannot be reached now (it counts as a master that said no). */
 static redisContext *link_to(struct redlock *rl, struct links *l, int i)
 {
-    struct timeval tv = { rl->timeout_ms / 1000, (rl->timeout_ms % 1000) * 1000 };
+    struct lock_error ignored;
 
     if (l->c[i] && !l->c[i]->err)
         return l->c[i];
     if (l->c[i])
         redisFree(l->c[i]);
-    l->c[i] = redisConnectWithTimeout(rl->m[i].host, rl->m[i].port, tv);
-    if (l->c[i] && !l->c[i]->err && redisSetTimeout(l->c[i], tv) == REDIS_OK)
-        return l->c[i];
-    if (l->c[i])
-        redisFree(l->c[i]);
-    l->c[i] = NULL;
-    return NULL;
+    l->c[i] = lock_redis_open(rl->lc, rl->m[i].host, rl->m[i].port, rl->timeout_ms, &ignored);
+    return l->c[i];
 }
 
 /* Runs one script (one key, then args) on every master at once: sends it to all, then

@@ -76,6 +76,9 @@ static void usage(FILE *out)
         "  --replicas N      a grant counts only once N replicas of the data Redis have it\n"
         "                    (WAIT N for a tenth of --ttl-ms, at most 4 s; default 0); too\n"
         "                    few: the grant is given back, 503 lock_unavailable\n"
+        "  --redis-password-file F  the Redis password, first line of F (else the environment:\n"
+        "                    REDIS_PASSWORD, and REDIS_USER for an ACL user); used for every\n"
+        "                    Redis (data, standbys, lock masters), never in argv or a log\n"
         "  --faults          accept the teaching faults work_ms, release_gap_ms, nested=1\n"
         "                    and keep the mutual-exclusion probe (probe:{I}, overlaps:{I})\n"
         "  --name NAME       instance name in answers, logs and the ledger (default inventory-PORT)\n"
@@ -98,6 +101,43 @@ static void list_versions(void)
         printf("%s\t%s\t%s\t%s\n", (*v)->name, (*v)->alias, (*v)->title, (*v)->flaw);
     printf("%s\t%s\t%s\t%s\n", atomic_baseline.name, atomic_baseline.alias,
            atomic_baseline.title, atomic_baseline.flaw);
+}
+
+/* The Redis credentials: the first line of FILE when given, else REDIS_PASSWORD; the user
+ * from REDIS_USER. The variable is removed from the environment once read. Exits with a
+ * reason (never the password) when the file cannot be used. */
+static void read_password(const char *file)
+{
+    const char *env = getenv("REDIS_PASSWORD"), *user = getenv("REDIS_USER");
+    size_t n;
+
+    if (user && *user)
+        svc.redis_user = user;
+    if (file) {
+        FILE *f = fopen(file, "r");
+        if (f == NULL) {
+            fprintf(stderr, "inventory-service: --redis-password-file %s: %s\n", file, strerror(errno));
+            exit(2);
+        }
+        if (fgets(svc.redis_password, sizeof(svc.redis_password), f) == NULL)
+            svc.redis_password[0] = '\0';
+        fclose(f);
+    } else if (env) {
+        snprintf(svc.redis_password, sizeof(svc.redis_password), "%s", env);
+    }
+    n = strcspn(svc.redis_password, "\r\n");
+    if (file && (n == 0 || n == sizeof(svc.redis_password) - 1)) {
+        fprintf(stderr, "inventory-service: --redis-password-file %s: want one line of 1 to %zu characters\n",
+                file, sizeof(svc.redis_password) - 2);
+        exit(2);
+    }
+    svc.redis_password[n] = '\0';
+    if (env) {
+        /* Wipe the bytes too: /proc/PID/environ shows the original block. */
+        for (char *p = (char *)env; *p; p++)
+            *p = 'x';
+        unsetenv("REDIS_PASSWORD");
+    }
 }
 
 /* Parses a whole number in [min, max] or exits with a one-line reason. */
@@ -128,9 +168,10 @@ static void parse_flags(int argc, char **argv)
         { "list-versions", no_argument, NULL, 'L' },  { "help", no_argument, NULL, 'h' },
         { "lock-redis", required_argument, NULL, 'M' },
         { "redis-standby", required_argument, NULL, 'S' }, { "replicas", required_argument, NULL, 'R' },
+        { "redis-password-file", required_argument, NULL, 'P' },
         { NULL, 0, NULL, 0 },
     };
-    const char *lock = "v8", *colon;
+    const char *lock = "v8", *colon, *password_file = NULL;
     int o;
 
     svc.port = 8080;
@@ -194,6 +235,7 @@ static void parse_flags(int argc, char **argv)
             svc.redis_standby = optarg;
             break;
         case 'R': svc.replicas = (int)number_flag("replicas", optarg, 0, 16); break;
+        case 'P': password_file = optarg; break;
         case 'L': list_versions(); exit(0);
         case 'h': usage(stdout); exit(0);
         default:
@@ -202,6 +244,7 @@ static void parse_flags(int argc, char **argv)
             exit(2);
         }
     }
+    read_password(password_file);
     if (optind < argc) {
         fprintf(stderr, "inventory-service: unexpected argument '%s' (see --help)\n", argv[optind]);
         exit(2);
@@ -278,7 +321,8 @@ int main(int argc, char **argv)
 
     cfg = (struct lock_config){ svc.redis_host, svc.redis_port, svc.ttl_ms, svc.retry_ms,
                                 svc.instance_id, svc.wait, svc.lock_masters,
-                                svc.redis_standby, svc.replicas };
+                                svc.redis_standby, svc.replicas, svc.redis_user,
+                                svc.redis_password[0] ? svc.redis_password : NULL };
     svc_lock = lock_client_create(svc.ops, &cfg, &err);
     if (svc_lock == NULL) {
         fprintf(stderr, "inventory-service: lock %s: %s\n", svc.version, err.msg);

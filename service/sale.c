@@ -144,7 +144,7 @@ static void acquire_failed(int st, const struct lock_error *err, struct sale_req
     } else if (st == LOCK_UNAVAILABLE) {
         set_all(rqs, n, SALE_LOCK_UNAVAILABLE, NULL);
     } else if (err->io) {
-        store_drop();
+        store_drop_why(err->msg[0] ? err->msg : "connection dropped");
         set_all(rqs, n, SALE_REDIS_DOWN, NULL);
     } else {
         snprintf(msg, sizeof(msg), "lock: %s", err->msg);

@@ -24,6 +24,8 @@ struct service_config {
     const char *lock_masters;    /* redlock's masters, "HOST:PORT,..." (argv; NULL: none) */
     const char *redis_standby;   /* where the data Redis may be after a failover (NULL: none) */
     int replicas;                /* WAIT for this many replicas before a grant counts */
+    const char *redis_user;      /* from REDIS_USER (NULL: the default user) */
+    char redis_password[513];    /* from --redis-password-file or REDIS_PASSWORD; "" none */
     long ttl_ms, wait_ms, retry_ms;
     int faults;                 /* teaching faults and the mutual-exclusion probe allowed */
     int max_conns;
@@ -41,6 +43,8 @@ void log_event(const char *level, const char *fmt, ...) __attribute__((format(pr
  * as needed; NULL when Redis is unreachable. store_drop() forgets it after an I/O error. */
 redisContext *store_conn(void);
 void store_drop(void);
+/* The same, with the reason the lock library gave (logged once, like any outage). */
+void store_drop_why(const char *why);
 /* 1 when Redis answers PING on this thread's connection. */
 int store_ping(void);
 

@@ -28,7 +28,12 @@ redisContext *store_conn(void)
 
 void store_drop(void)
 {
-    note_down("connection dropped");
+    store_drop_why("connection dropped");
+}
+
+void store_drop_why(const char *why)
+{
+    note_down(why);
     lock_redis_drop(svc_lock);
 }
 

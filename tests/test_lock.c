@@ -34,7 +34,7 @@ static redisContext *connect_redis(void)
 static struct lock_client *client_wait(const char *version, long ttl_ms, long retry_ms,
                                        enum lock_wait wait, const char *instance)
 {
-    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, retry_ms, instance, wait, NULL, NULL, 0 };
+    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, retry_ms, instance, wait, NULL, NULL, 0, NULL, NULL };
     struct lock_error err;
     struct lock_client *lc = lock_client_create(lock_find(version), &cfg, &err);
     if (lc == NULL) {
@@ -359,7 +359,7 @@ static void test_scripts_and_errors(void)
     test_cond("scripts are loaded again after SCRIPT FLUSH (NOSCRIPT)", lock_release(lc, &g, NULL, &err) == LOCK_OK && !key_exists(c));
 
     lock_client_destroy(lc);
-    struct lock_config cfg = { "127.0.0.1", 1, 5000, 5, "test-a", LOCK_WAIT_DEFAULT, NULL, NULL, 0 };
+    struct lock_config cfg = { "127.0.0.1", 1, 5000, 5, "test-a", LOCK_WAIT_DEFAULT, NULL, NULL, 0, NULL, NULL };
     lc = lock_client_create(lock_find("v7"), &cfg, &err);
     memset(&err, 0, sizeof(err));
     test_cond("an unreachable Redis gives LOCK_ERROR with io set",
@@ -453,7 +453,7 @@ static void test_notify(void)
               q[0].order == 0 && q[1].order == 1 && q[2].order == 2);
     lock_client_destroy(lc);
 
-    struct lock_config cfg = { "127.0.0.1", redis_port, 5000, 5, "test-a", LOCK_WAIT_NOTIFY, NULL, NULL, 0 };
+    struct lock_config cfg = { "127.0.0.1", redis_port, 5000, 5, "test-a", LOCK_WAIT_NOTIFY, NULL, NULL, 0, NULL, NULL };
     memset(&err, 0, sizeof(err));
     test_cond("v1 cannot wait by notify: the client says so",
               lock_client_create(lock_find("v1"), &cfg, &err) == NULL && strstr(err.msg, "v1"));
@@ -636,7 +636,7 @@ static struct lock_client *redlock_client(int up, int down, long ttl_ms, char *m
     for (int i = 0; i < up + down; i++)
         at += (size_t)snprintf(masters + at, size - at, "%s127.0.0.1:%d", i ? "," : "",
                                i < up ? master_ports[i] : dead_port());
-    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, 5, "test-a", LOCK_WAIT_DEFAULT, masters, NULL, 0 };
+    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, 5, "test-a", LOCK_WAIT_DEFAULT, masters, NULL, 0, NULL, NULL };
     struct lock_error err;
     struct lock_client *lc = lock_client_create(lock_find("v10"), &cfg, &err);
     if (lc == NULL) {
