@@ -46,11 +46,12 @@ int lock_riders_flush_before(struct lock_client *lc, struct lock_error *err);
 void lock_release_gap(struct lock_client *lc, const struct lock_grant *g);
 int lock_redis_init(struct lock_client *lc, struct lock_error *err);
 void lock_redis_destroy(struct lock_client *lc);
-/* A new connection of the caller's own (the subscriber's): NULL with err filled. */
 /* A connection to HOST:PORT within timeout_ms (also its command timeout), authenticated
  * with the configured credentials; NULL with err filled (err->io set when refused). */
 redisContext *lock_redis_open(const struct lock_client *lc, const char *host, int port,
                               long timeout_ms, struct lock_error *err);
+/* A new connection of the caller's own (the subscriber's) to the data Redis (with
+ * standbys, the first that says it is a master): NULL with err filled. */
 redisContext *lock_redis_connect(const struct lock_client *lc, long timeout_ms,
                                  struct lock_error *err);
 

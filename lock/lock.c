@@ -112,7 +112,6 @@ static int resolve_wait(const struct lock_ops *ops, enum lock_wait asked, enum l
     return LOCK_OK;
 }
 
-/* Creates the client; the caller frees it with lock_client_destroy(). */
 /* Frees the strings lock_client_create copied; the password's bytes are wiped first. */
 static void config_free(struct lock_config *cfg)
 {
@@ -129,6 +128,7 @@ static void config_free(struct lock_config *cfg)
     free((char *)cfg->redis_password);
 }
 
+/* Creates the client; the caller frees it with lock_client_destroy(). */
 struct lock_client *lock_client_create(const struct lock_ops *ops, const struct lock_config *cfg,
                                        struct lock_error *err)
 {
@@ -213,8 +213,8 @@ static void owner_id(const struct lock_client *lc, char *owner, size_t size)
 
 /* WAIT: a grant counts once cfg.replicas replicas of the data Redis have it (the lock
  * key and the fencing token), so that a failover to one of them cannot forget it. Waits
- * a tenth of the TTL, at most 4 s (below the connection's 5 s command timeout). LOCK_OK, LOCK_UNAVAILABLE (too few acknowledged) or
- * LOCK_ERROR. */
+ * a tenth of the TTL, at most 4 s (below the connection's 5 s command timeout). LOCK_OK,
+ * LOCK_UNAVAILABLE (too few acknowledged) or LOCK_ERROR. */
 static int replicated(struct lock_client *lc, struct lock_error *err)
 {
     long timeout = lc->cfg.ttl_ms / 10 < 1 ? 1 : lc->cfg.ttl_ms / 10 > 4000 ? 4000 : lc->cfg.ttl_ms / 10;
@@ -231,6 +231,22 @@ static int replicated(struct lock_client *lc, struct lock_error *err)
              acked, lc->cfg.replicas, timeout);
     err->io = 0;
     return LOCK_UNAVAILABLE;
+}
+
+/* The store's release, with the writes riding before it and the waiters' notification
+ * after it (notify); the store's status. */
+static int give_back(struct lock_client *lc, struct lock_grant *g, struct lock_rider *rider,
+                     struct lock_error *err)
+{
+    struct lock_rider notice = { 0 };
+    int st;
+
+    lock_wait_releasing(lc, g, &notice);
+    lock_riders_set(lc, rider, notice.n ? &notice : NULL);
+    st = lc->ops->release(lc, g, err);
+    lock_riders_set(lc, NULL, NULL);
+    lock_rider_reset(&notice);
+    return st;
 }
 
 int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct lock_grant *g,
@@ -256,13 +272,7 @@ int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct 
     if (granted && st != LOCK_OK) {
         /* Granted, but not usable: give the lock back (telling the waiters, as a release
          * does), report why. */
-        struct lock_error ignored;
-        struct lock_rider notice = { 0 };
-        lock_wait_releasing(lc, g, &notice);
-        lock_riders_set(lc, NULL, notice.n ? &notice : NULL);
-        lc->ops->release(lc, g, &ignored);
-        lock_riders_set(lc, NULL, NULL);
-        lock_rider_reset(&notice);
+        give_back(lc, g, NULL, &(struct lock_error){ 0 });
         lock_wait_released(lc, g);
     }
     lock_riders_set(lc, NULL, NULL);
@@ -280,8 +290,7 @@ int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct 
 int lock_release(struct lock_client *lc, struct lock_grant *g, struct lock_rider *rider,
                  struct lock_error *err)
 {
-    struct lock_rider notice = { 0 };
-    int st = LOCK_OK, lost = 0;
+    int st = LOCK_OK, released, lost = 0;
 
     /* A lock kept in the process has no command to ride with: the writes go first. */
     lock_riders_set(lc, rider, NULL);
@@ -289,14 +298,9 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct lock_rider
         st = lock_riders_flush(lc, err);
         rider = NULL;
     }
-    lock_wait_releasing(lc, g, &notice);
-    lock_riders_set(lc, rider, notice.n ? &notice : NULL);
+    released = give_back(lc, g, rider, st == LOCK_OK ? err : &(struct lock_error){ 0 });
     if (st == LOCK_OK)
-        st = lc->ops->release(lc, g, err);
-    else
-        lc->ops->release(lc, g, &(struct lock_error){ 0 });
-    lock_riders_set(lc, NULL, NULL);
-    lock_rider_reset(&notice);
+        st = released;
     if (lc->ops->keepalive)
         lost = lock_keepalive_drop(lc, g);
     lock_wait_released(lc, g);

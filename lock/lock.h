@@ -74,6 +74,17 @@ struct lock_config {
     const char *redis_password; /* its password; NULL: none. Never logged */
 };
 
+/* One Redis server of a list such as --lock-redis or --redis-standby. */
+#define LOCK_SERVERS_MAX 9
+struct lock_server {
+    char host[256];
+    int port;
+};
+
+/* Parses "HOST:PORT,HOST:PORT,..." into out (at most max): how many, or -1 when an entry
+ * is malformed, a port is not 1 to 65535, or there are more than max. */
+int lock_servers_parse(const char *list, struct lock_server *out, int max);
+
 /* What acquire hands back, and release takes. Lives on the caller's stack. */
 struct lock_grant {
     char item[LOCK_ITEM_MAX + 1];

@@ -19,7 +19,35 @@ struct conn {
 
 struct conns {
     pthread_key_t key;
+    struct lock_server standby[LOCK_SERVERS_MAX];   /* cfg.redis_standby, parsed */
+    int standbys;
 };
+
+int lock_servers_parse(const char *list, struct lock_server *out, int max)
+{
+    const char *p = list;
+    int n = 0;
+
+    while (p && *p) {
+        const char *end = strchr(p, ','), *colon;
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char *stop;
+        long port;
+
+        colon = memchr(p, ':', len);
+        if (n == max || colon == NULL || colon == p || (size_t)(colon - p) >= sizeof(out->host))
+            return -1;
+        port = strtol(colon + 1, &stop, 10);
+        if (stop != p + len || port < 1 || port > 65535)
+            return -1;
+        memcpy(out[n].host, p, (size_t)(colon - p));
+        out[n].host[colon - p] = '\0';
+        out[n].port = (int)port;
+        n++;
+        p += len + (end != NULL);
+    }
+    return n;
+}
 
 static void conn_free(void *p)
 {
@@ -34,7 +62,14 @@ int lock_redis_init(struct lock_client *lc, struct lock_error *err)
 {
     struct conns *cs = calloc(1, sizeof(*cs));
 
-    if (cs == NULL || pthread_key_create(&cs->key, conn_free) != 0) {
+    if (cs == NULL)
+        return lock_fail(err, NULL, "out of memory");
+    if (lc->cfg.redis_standby &&
+        (cs->standbys = lock_servers_parse(lc->cfg.redis_standby, cs->standby, LOCK_SERVERS_MAX)) <= 0) {
+        free(cs);
+        return lock_fail(err, NULL, "--redis-standby: HOST:PORT,... (ports 1 to 65535, at most 9)");
+    }
+    if (pthread_key_create(&cs->key, conn_free) != 0) {
         free(cs);
         return lock_fail(err, NULL, "cannot create the per-thread connections");
     }
@@ -108,12 +143,12 @@ redisContext *lock_redis_open(const struct lock_client *lc, const char *host, in
 }
 
 /* ROLE says "master": writes go here (a replica would refuse them, READONLY). */
-static int is_master(redisContext *c, struct timeval tv)
+static int is_master(redisContext *c)
 {
-    redisReply *r;
+    redisReply *r = redisCommand(c, "ROLE");
     int yes;
 
-    if (redisSetTimeout(c, tv) != REDIS_OK || (r = redisCommand(c, "ROLE")) == NULL)
+    if (r == NULL)
         return 0;
     yes = r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
           r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") == 0;
@@ -126,30 +161,19 @@ static int is_master(redisContext *c, struct timeval tv)
 redisContext *lock_redis_connect(const struct lock_client *lc, long timeout_ms,
                                  struct lock_error *err)
 {
-    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-    const char *p = lc->cfg.redis_standby;
+    const struct conns *cs = lc->conns;
     redisContext *c = lock_redis_open(lc, lc->cfg.redis_host, lc->cfg.redis_port, timeout_ms, err);
 
-    if (p == NULL || (c && is_master(c, tv)))
+    if (cs->standbys == 0 || (c && is_master(c)))
         return c;
     if (c)
         redisFree(c);
-    while (*p) {
-        const char *end = strchr(p, ','), *colon;
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        char host[256];
-
-        colon = memchr(p, ':', len);
-        if (colon && colon > p && (size_t)(colon - p) < sizeof(host)) {
-            memcpy(host, p, (size_t)(colon - p));
-            host[colon - p] = '\0';
-            c = lock_redis_open(lc, host, atoi(colon + 1), timeout_ms, err);
-            if (c && is_master(c, tv))
-                return c;
-            if (c)
-                redisFree(c);
-        }
-        p += len + (end != NULL);
+    for (int i = 0; i < cs->standbys; i++) {
+        c = lock_redis_open(lc, cs->standby[i].host, cs->standby[i].port, timeout_ms, err);
+        if (c && is_master(c))
+            return c;
+        if (c)
+            redisFree(c);
     }
     if (err->msg[0] == '\0' || strstr(err->msg, "refused us") == NULL)
         lock_fail(err, NULL, "no master at the data Redis or its standbys");

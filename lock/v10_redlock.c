@@ -8,16 +8,11 @@
 
 #include "lua_scripts.h"
 
-enum { MASTERS_MAX = 9 };
-
-struct master {
-    char host[256];
-    int port;
-};
+enum { MASTERS_MAX = LOCK_SERVERS_MAX };
 
 /* The store's process-wide state: the masters, set by v10_init, read-only afterwards. */
 struct redlock {
-    struct master m[MASTERS_MAX];
+    struct lock_server m[MASTERS_MAX];
     int n, quorum;              /* quorum: n / 2 + 1 */
     long timeout_ms;            /* per master, to connect and to answer: far below the TTL */
     pthread_key_t key;          /* the calling thread's connections (struct links) */
@@ -42,28 +37,10 @@ static void links_free(void *p)
 /* Parses "HOST:PORT,HOST:PORT,..." into rl. 0, or -1 with err filled. */
 static int parse_masters(struct redlock *rl, const char *list, struct lock_error *err)
 {
-    const char *p = list;
-
     if (list == NULL || *list == '\0')
         return lock_fail(err, NULL, "redlock needs its masters: --lock-redis HOST:PORT,HOST:PORT,HOST:PORT"), -1;
-    while (*p) {
-        const char *end = strchr(p, ','), *colon;
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        char *stop;
-        long port;
-
-        colon = memchr(p, ':', len);
-        if (rl->n == MASTERS_MAX || colon == NULL || colon == p ||
-            (size_t)(colon - p) >= sizeof(rl->m[0].host))
-            return lock_fail(err, NULL, "--lock-redis: HOST:PORT,... (at most 9 masters)"), -1;
-        port = strtol(colon + 1, &stop, 10);
-        if (stop != p + len || port < 1 || port > 65535)
-            return lock_fail(err, NULL, "--lock-redis: a port is 1 to 65535"), -1;
-        memcpy(rl->m[rl->n].host, p, (size_t)(colon - p));
-        rl->m[rl->n].port = (int)port;
-        rl->n++;
-        p += len + (end != NULL);
-    }
+    if ((rl->n = lock_servers_parse(list, rl->m, MASTERS_MAX)) < 0)
+        return lock_fail(err, NULL, "--lock-redis: HOST:PORT,... (ports 1 to 65535, at most 9 masters)"), -1;
     rl->quorum = rl->n / 2 + 1;
     return 0;
 }

@@ -223,14 +223,11 @@ static void parse_flags(int argc, char **argv)
         case 'c': svc.combine = (int)number_flag("combine", optarg, 1, 256); break;
         case 'M': svc.lock_masters = optarg; break;
         case 'S':
-            for (const char *p = optarg, *end; *p; p = end ? end + 1 : p + strlen(p)) {
-                end = strchr(p, ',');
-                colon = memchr(p, ':', end ? (size_t)(end - p) : strlen(p));
-                if (colon == NULL || colon == p ||
-                    atoi(colon + 1) < 1 || atoi(colon + 1) > 65535) {
-                    fprintf(stderr, "inventory-service: --redis-standby wants HOST:PORT,..., not '%s'\n", optarg);
-                    exit(2);
-                }
+            if (lock_servers_parse(optarg, (struct lock_server[LOCK_SERVERS_MAX]){ 0 },
+                                   LOCK_SERVERS_MAX) <= 0) {
+                fprintf(stderr, "inventory-service: --redis-standby wants HOST:PORT,... (at most %d), not '%s'\n",
+                        LOCK_SERVERS_MAX, optarg);
+                exit(2);
             }
             svc.redis_standby = optarg;
             break;
