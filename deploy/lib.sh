@@ -26,6 +26,17 @@ is_ours() {
     done
 }
 
+# wait_until SECONDS PID COMMAND...: polls COMMAND until it succeeds; fails when
+# SECONDS pass or the process PID (if not empty) has exited.
+wait_until() {
+    local end=$(( $(date +%s) + $1 )) pid=$2; shift 2
+    until "$@" >/dev/null 2>&1; do
+        [ -z "$pid" ] || kill -0 "$pid" 2>/dev/null || return 1
+        [ "$(date +%s)" -lt "$end" ] || return 1
+        sleep 0.05
+    done
+}
+
 # metric_sum NAME: NAME summed over the instances of stack.env (INSTANCE_HOST,
 # INSTANCE_PORTS) that answer /metrics; prints nothing when none answers.
 metric_sum() {
@@ -35,14 +46,30 @@ metric_sum() {
     done | awk -v m="$1" '$1 == m { n += $2; seen = 1 } END { if (seen) print n }'
 }
 
+# rcli [-p PORT] ARG...: redis-cli to the stack's Redis (REDIS_HOST, default 127.0.0.1,
+# and REDIS_PORT), or to another server of the stack on PORT. When REDIS_PASSWORD_FILE
+# names a file (stack.env does for a Redis deploy/up started), the password in it goes
+# to redis-cli through REDISCLI_AUTH: never in argv.
+rcli() {
+    local port=${REDIS_PORT:-6379}
+    if [ "${1:-}" = -p ]; then port=$2; shift 2; fi
+    if [ -n "${REDIS_PASSWORD_FILE:-}" ]; then
+        REDISCLI_AUTH=$(cat "$REDIS_PASSWORD_FILE") redis-cli -h "${REDIS_HOST:-127.0.0.1}" -p "$port" "$@"
+    else
+        redis-cli -h "${REDIS_HOST:-127.0.0.1}" -p "$port" "$@"
+    fi
+}
+
 # redis_start PORT BIND FSYNC DIR LOG PIDFILE [ARG...]: starts redis-server in its own
 # session (AOF with appendfsync FSYNC, no RDB, data in DIR, output appended to LOG) and
 # writes PIDFILE: the pid, then the patterns deploy/down checks before a kill. Sets
-# REDIS_STARTED_PID. The process title is "redis-server ADDR:PORT".
+# REDIS_STARTED_PID. The process title is "redis-server ADDR:PORT". When REDIS_CONF
+# names a file (deploy/up writes one holding the password), it is the server's
+# configuration file: the password never shows in argv.
 redis_start() {
     local port=$1 bind=$2 fsync=$3 dir=$4 log=$5 pidfile=$6; shift 6
     mkdir -p "$dir"
-    setsid "${REDIS_SERVER_BIN:-redis-server}" --port "$port" --bind "$bind" \
+    setsid "${REDIS_SERVER_BIN:-redis-server}" ${REDIS_CONF:+"$REDIS_CONF"} --port "$port" --bind "$bind" \
         --appendonly yes --appendfsync "$fsync" --save '' --dir "$dir" \
         --daemonize no "$@" </dev/null >>"$log" 2>&1 &
     REDIS_STARTED_PID=$!
@@ -53,5 +80,10 @@ redis_start() {
 # and is acknowledged within 100 ms (WAIT). "state=online" in INFO is not enough: after a
 # full sync the master streams writes only from the replica's first acknowledgement.
 replica_acks() {
-    [ "$(printf 'SET replica:probe 1\nDEL replica:probe\nWAIT 1 100\n' | redis-cli -h "$1" -p "$2" 2>/dev/null | tail -n 1)" = 1 ]
+    [ "$(printf 'SET replica:probe 1\nDEL replica:probe\nWAIT 1 100\n' | REDIS_HOST=$1 rcli -p "$2" 2>/dev/null | tail -n 1)" = 1 ]
+}
+
+# redis_pings [PORT]: true when the stack's Redis (or its server on PORT) answers PONG.
+redis_pings() {
+    rcli ${1:+-p "$1"} ping 2>/dev/null | grep -q PONG
 }

@@ -29,7 +29,6 @@ scenario_defaults() {
 }
 SCENARIOS="load crash long-work release-gap nested pause master-down quorum-lost failover failover-wait"
 
-rc() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" "$@"; }
 lock_key() { echo "lock:{$ITEM}"; }
 # port_of N, pid_of N: the Nth instance's port and pid (1-based).
 port_of() { echo "$INSTANCE_PORTS" | awk -v n="$1" '{ print $n }'; }
@@ -72,21 +71,21 @@ wait_for() {
         sleep 0.02
     done
 }
-overlaps_now() { local o; o=$(rc get "overlaps:{$ITEM}"); echo "${o:-0}"; }
-sold_now() { local s; s=$(rc get "sold:{$ITEM}"); echo "${s:-0}"; }
+overlaps_now() { local o; o=$(rcli get "overlaps:{$ITEM}"); echo "${o:-0}"; }
+sold_now() { local s; s=$(rcli get "sold:{$ITEM}"); echo "${s:-0}"; }
 # oversold_now: sold - (STOCK - stock), from what Redis holds now.
 oversold_now() {
-    set -- $(rc mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
+    set -- $(rcli mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
     echo $(( ${2:-0} - (STOCK - ${1:-0}) ))
 }
-lock_held() { [ "$(rc exists "$(lock_key)")" = 1 ]; }
-lock_free() { [ "$(rc exists "$(lock_key)")" = 0 ]; }
+lock_held() { [ "$(rcli exists "$(lock_key)")" = 1 ]; }
+lock_free() { [ "$(rcli exists "$(lock_key)")" = 0 ]; }
 
 # sampler_start / sampler_stop: stock and sold every 100 ms into $SCN_DIR/timeline.
 sampler_start() {
     local t0; t0=$(date +%s%N)
     ( while :; do
-        set -- $(rc mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
+        set -- $(rcli mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
         echo "$(( ($(date +%s%N) - t0) / 1000000 )) ${1:-0} ${2:-0}"
         sleep 0.1
       done ) > "$SCN_DIR/timeline" 2>/dev/null &
@@ -110,19 +109,19 @@ scenario_crash() {
     t0=$(date +%s%N)
     # The killed sale never leaves the probe; a dead process is not in the critical
     # section, and no other sale is in it now: empty the probe so it counts only the living.
-    rc del "probe:{$ITEM}" >/dev/null
-    ttl=$(rc pttl "$(lock_key)")
+    rcli del "probe:{$ITEM}" >/dev/null
+    ttl=$(rcli pttl "$(lock_key)")
     # A lease-based lock frees itself about one TTL after its holder died; give it four.
     wait_for $(( TTL_MS * 4 / 1000 + 1 )) lock_free && freed_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-    sold_before=$(rc get "sold:{$ITEM}")
+    sold_before=$(rcli get "sold:{$ITEM}")
     for i in 1 2 3; do                       # each waits up to the wait limit
         code=$(sale "$b")
         [ "$code" = 503 ] || stuck=0
         [ "$code" = 200 ] && ok_after=$((ok_after+1))
     done
-    sold_after=$(rc get "sold:{$ITEM}")
+    sold_after=$(rcli get "sold:{$ITEM}")
     if [ "$stuck" = 1 ] && [ "$ttl" = -1 ] && lock_held && [ "${sold_after:-0}" = "${sold_before:-0}" ]; then
-        rc del "$(lock_key)" >/dev/null      # the only way out: by hand
+        rcli del "$(lock_key)" >/dev/null      # the only way out: by hand
         code=$(sale "$b")
         SCN_OBSERVED="holder killed: lock key left with no TTL (PTTL $ttl), 3 of 3 later sales lock_timeout, nothing sold; after a DEL by hand: $code"
         SCN_FLAW=1
@@ -146,7 +145,7 @@ scenario_long_work() {
     load_bg "$b" 4 $(( work / 1000 + 2 )) "work_ms=100" long
     bg_wait
     sampler_stop
-    overlaps=$(rc get "overlaps:{$ITEM}"); overlaps=${overlaps:-0}
+    overlaps=$(rcli get "overlaps:{$ITEM}"); overlaps=${overlaps:-0}
     SCN_FLAW=0
     [ "$overlaps" -gt 0 ] && SCN_FLAW=1
     SCN_OBSERVED="one sale worked ${work} ms on a ${TTL_MS} ms lease while others sold; overlaps $overlaps"
@@ -223,7 +222,7 @@ restart_master() {
     redis_start "$p" 127.0.0.1 "$FSYNC" "$RUN_DIR/master-$p" "$RUN_DIR/master-$p.log" \
         "$RUN_DIR/master-$p.pid"
     MASTER_PIDS=$(echo "$MASTER_PIDS" | awk -v n="$1" -v pid="$REDIS_STARTED_PID" '{ $n = pid; print }')
-    wait_for 5 redis-cli -p "$p" ping
+    wait_for 5 redis_pings "$p"
 }
 
 # master-down: load on both instances; one master of three killed a second in. Redlock
@@ -268,14 +267,14 @@ scenario_quorum_lost() {
 }
 
 # --- failover (the data Redis with an asynchronous replica: REPLICA_PORT from stack.env) --
-replica_cli() { redis-cli -h "$REDIS_HOST" -p "$REPLICA_PORT" "$@"; }
+replica_cli() { rcli -p "$REPLICA_PORT" "$@"; }
 replica_has_stock() { [ "$(replica_cli get "stock:{$ITEM}")" = "$STOCK" ]; }
 # a_holds_or_answered: A's sale has answered, or its lock is held (on the first lock
 # master for redlock, on the data Redis otherwise).
 a_holds_or_answered() {
     [ -s "$SCN_DIR/a.code" ] && return 0
     if [ -n "${MASTER_PORTS:-}" ]; then
-        [ "$(redis-cli -h "$REDIS_HOST" -p "$(master_port 1)" exists "$(lock_key)")" = 1 ]
+        [ "$(rcli -p "$(master_port 1)" exists "$(lock_key)")" = 1 ]
     else
         lock_held
     fi
@@ -301,7 +300,7 @@ scenario_failover() {
     # A holds (or was refused) once its try and the replicas' acknowledgement are over.
     wait_for 5 a_holds_or_answered
     sleep "$(awk "BEGIN{print ($TTL_MS / 10 + 300) / 1000}")"
-    fence_a=$(rc get "fence:{$ITEM}")
+    fence_a=$(rcli get "fence:{$ITEM}")
     kill -9 "$master_pid"
     replica_cli replicaof no one >/dev/null
     # The old master comes back from its files as the new master's replica (as Sentinel
@@ -311,7 +310,7 @@ scenario_failover() {
     REDIS_PORT=$REPLICA_PORT            # the promoted replica is the data Redis now
     wait_for 10 replica_acks "$REDIS_HOST" "$REPLICA_PORT" ||
         { SCN_OBSERVED="the old master did not come back as a replica"; return 1; }
-    fence_r=$(rc get "fence:{$ITEM}")
+    fence_r=$(rcli get "fence:{$ITEM}")
     for i in 1 2 3; do
         code=$(sale "$b")
         [ "$code" = 200 ] && sold_b=$((sold_b+1))
@@ -321,7 +320,7 @@ scenario_failover() {
     answer="$(cat "$SCN_DIR/a.code" 2>/dev/null) $(jq -r 'if .ok then "sold" + (if .lease_lost then " (lease lost)" else "" end) else .error end' "$SCN_DIR/a.json" 2>/dev/null)"
     fence=""
     if [ -n "$fence_a" ]; then
-        tokens=$(rc xrange "orders:{$ITEM}" - + | awk 'prev == "token" { print } { prev = $0 }' | paste -sd, -)
+        tokens=$(rcli xrange "orders:{$ITEM}" - + | awk 'prev == "token" { print } { prev = $0 }' | paste -sd, -)
         fence=" (its fence:{I} went back from $fence_a to ${fence_r:-0}; tokens in the ledger ${tokens:-none})"
     fi
     SCN_FLAW=0

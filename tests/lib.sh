@@ -39,7 +39,6 @@ start_redis() {
     return 1
 }
 
-rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
 
 # running PID: the process exists and is not a zombie (builtins only: it runs often).
 running() {

@@ -38,6 +38,8 @@ nothing_on() {
 
 NGINX_P=$(free_port); REDIS_P=$(free_port); A=$(free_port); B=$(free_port)
 up() { deploy/up --run-dir "$RUN" --port "$NGINX_P" --redis-port "$REDIS_P" --instance-ports "$A,$B" "$@"; }
+# dep_cli ARG...: redis-cli to the stack's Redis, with the password deploy/up set (in run/).
+dep_cli() { REDIS_PORT=$REDIS_P REDIS_PASSWORD_FILE=${PW_FILE:-$RUN/redis.pass} rcli "$@"; }
 
 # --- up, sales through nginx --------------------------------------------------------------
 check "up: a 2-instance v8 stack comes up" up --lock v8
@@ -58,19 +60,35 @@ check_eq "nginx talks to the instances on 127.0.0.1" "" \
 check "nginx: no retry of a sale on another instance" grep -q 'proxy_next_upstream off;' "$RUN/nginx.conf"
 check "nginx: upstream keepalive" grep -q 'keepalive [0-9]' "$RUN/nginx.conf"
 
+# --- the password deploy/up sets on its Redis ------------------------------------------------
+check_eq "the password file and redis.conf: mode 600" "600 600" \
+    "$(stat -c %a "$RUN/redis.pass" "$RUN/redis.conf" | tr '\n' ' ' | sed 's/ $//')"
+check "Redis refuses a client without the password" \
+    sh -c "redis-cli -p $REDIS_P get 'stock:{dep}' 2>&1 | grep -q NOAUTH"
+check_eq "with it (rcli, REDISCLI_AUTH): the stock" 4 "$(dep_cli get 'stock:{dep}')"
+pw=$(cat "$RUN/redis.pass")
+leaks=""
+for pid in $(stack_pids); do
+    tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "$pw" && leaks="$leaks $pid"
+done
+check_eq "the password is in no process's argv" "" "$leaks"
+check "the password is in no log or pid file" sh -c "! grep -rqF -- '$pw' '$RUN'/*.log '$RUN'/*.pid '$RUN'/stack.env"
+check "the instances got it by file" grep -q -- "--redis-password-file $RUN/redis.pass" \
+    <(for p in $(stack_pids); do tr '\0' ' ' < "/proc/$p/cmdline"; echo; done)
+
 # --- a second up restarts cleanly and keeps the data --------------------------------------
 old=$(stack_pids)
 check "up again (--fsync always): restarts" up --lock v8 --fsync always
 check "the first stack's processes are gone" none_running $old
 check "status: everything runs after the restart" deploy/status --run-dir "$RUN"
 check_eq "Redis kept the stock over the restart (AOF)" "4 6" \
-    "$(redis-cli -p "$REDIS_P" mget 'stock:{dep}' 'sold:{dep}' | tr '\n' ' ' | sed 's/ $//')"
+    "$(dep_cli mget 'stock:{dep}' 'sold:{dep}' | tr '\n' ' ' | sed 's/ $//')"
 check_eq "--fsync always reaches Redis" "always" \
-    "$(redis-cli -p "$REDIS_P" config get appendfsync | tail -n 1)"
-check_eq "the ledger kept its six entries" 6 "$(redis-cli -p "$REDIS_P" xlen 'orders:{dep}')"
+    "$(dep_cli config get appendfsync | tail -n 1)"
+check_eq "the ledger kept its six entries" 6 "$(dep_cli xlen 'orders:{dep}')"
 check "stock: resets sold and the ledger" deploy/stock 3 --item dep --run-dir "$RUN"
 check_eq "after deploy/stock 3" "3 0 0" \
-    "$(redis-cli -p "$REDIS_P" mget 'stock:{dep}' 'sold:{dep}' | tr '\n' ' ')$(redis-cli -p "$REDIS_P" xlen 'orders:{dep}')"
+    "$(dep_cli mget 'stock:{dep}' 'sold:{dep}' | tr '\n' ' ')$(dep_cli xlen 'orders:{dep}')"
 
 # --- down ---------------------------------------------------------------------------------
 pids=$(stack_pids)
@@ -120,17 +138,20 @@ check "an instance that fails to start: no pid file left" test -z "$(ls "$RUN"/*
 RUN2=$T_TMP/run2 RUN3=$T_TMP/run3
 check "up --instances 0 --no-nginx: only a Redis" \
     deploy/up --run-dir "$RUN3" --instances 0 --no-nginx --redis-port "$REDIS_P"
-check "up --no-nginx --redis: instances only, on that Redis" \
+out=$(deploy/up --run-dir "$RUN2" --no-nginx --redis "127.0.0.1:$REDIS_P" --instance-ports "$B" 2>&1)
+check "up --redis without its password: refused, and says how to give it" \
+    grep -q -- "--redis-password-file" <<<"$out"
+check "up --no-nginx --redis: instances only, on that Redis (its password by file)" \
     deploy/up --run-dir "$RUN2" --no-nginx --redis "127.0.0.1:$REDIS_P" --instance-ports "$B" \
-        --lock v8 --name-prefix hostb
+        --lock v8 --name-prefix hostb --redis-password-file "$RUN3/redis.pass"
 check "up --instances 0 --upstream: nginx in front of the other \"host's\" instance" \
     deploy/up --run-dir "$RUN" --port "$NGINX_P" --lock v8 --instances 0 \
-        --redis "127.0.0.1:$REDIS_P" --upstream "127.0.0.1:$B"
+        --redis "127.0.0.1:$REDIS_P" --upstream "127.0.0.1:$B" --redis-password-file "$RUN3/redis.pass"
 check "stock: on the Redis-only stack" deploy/stock 5 --item multi --run-dir "$RUN3"
 check_eq "a sale through nginx reaches the upstream instance" "hostb-$B" \
     "$(curl -s "http://127.0.0.1:$NGINX_P/inventory/sale?item=multi" | sed -n 's/.*"instance":"\([^"]*\)".*/\1/p')"
 deploy/down --run-dir "$RUN" --quiet; deploy/down --run-dir "$RUN2" --quiet
-check "the Redis of another stack is left running by down" redis-cli -p "$REDIS_P" ping
+check "the Redis of another stack is left running by down" env PW_FILE="$RUN3/redis.pass" bash -c ". deploy/lib.sh; REDIS_PORT=$REDIS_P REDIS_PASSWORD_FILE=\$PW_FILE rcli ping | grep -q PONG"
 deploy/down --run-dir "$RUN3" --quiet
 check "all three down: nothing running" nothing_on "$NGINX_P" "$REDIS_P" "$B"
 
