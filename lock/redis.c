@@ -181,9 +181,9 @@ redisContext *lock_redis_connect(const struct lock_client *lc, long timeout_ms,
     return NULL;
 }
 
-/* The server closed this idle connection (it died, or restarted): with standbys, the
- * master may have moved, and a connection is replaced before use, as clients that follow
- * a failover do. One poll, no wait. */
+/* The server closed this idle connection (it died or restarted; with standbys, the
+ * master may have moved): it is replaced before use, so that a Redis restart costs no
+ * sale an error, as clients that follow a failover do. One poll, no wait. */
 static int closed_by_server(redisContext *c)
 {
     struct pollfd p = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
@@ -204,7 +204,7 @@ redisContext *lock_redis(struct lock_client *lc, struct lock_error *err)
         lock_fail(err, NULL, "out of memory");
         return NULL;
     }
-    if (cn->c && !cn->c->err && !(lc->cfg.redis_standby && closed_by_server(cn->c)))
+    if (cn->c && !cn->c->err && !closed_by_server(cn->c))
         return cn->c;
     if (cn->c) {
         redisFree(cn->c);

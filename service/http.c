@@ -3,13 +3,16 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "service/pipeline.h"
 #include "service/service.h"
 
-/* Sent as the answer, in one place: status code and JSON body (owned by this call). */
+/* Sent as the answer, in one place: status code and JSON body (owned by this call), and
+ * one more header when header is not NULL. */
 static enum MHD_Result answer_json(struct MHD_Connection *conn, unsigned status, json_t *body,
                                    const char *header, const char *value)
 {
@@ -47,6 +50,8 @@ struct params {
     const char *item;
     long work_ms, release_gap_ms, nested;
     int has_fault;          /* a teaching fault was asked for */
+    const char *idem_key;   /* the Idempotency-Key header (NULL: none) */
+    char request_id[REQUEST_ID_MAX + 1]; /* X-Request-Id, or this instance's own */
     char error[160];        /* set when a parameter is bad */
 };
 
@@ -113,39 +118,104 @@ static enum MHD_Result param_visit(void *cls, enum MHD_ValueKind kind, const cha
     return MHD_YES;
 }
 
-/* Fills p from the query; 0 when valid, else p->error says why. */
+/* 1 when s is 1 to max characters, each a letter, a digit or one of extra. */
+static int token_is_valid(const char *s, size_t max, const char *extra)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > max)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || strchr(extra, s[i]) != NULL) || s[i] == '\0')
+            return 0;
+    return 1;
+}
+
+/* The request's id: the X-Request-Id nginx (or the client) sent, when it is a plain
+ * token; else this instance's own, its id's first 12 characters and a count. */
+static void request_id(struct MHD_Connection *conn, char *buf, size_t size)
+{
+    static atomic_ullong seq;
+    const char *given = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+
+    if (given && token_is_valid(given, REQUEST_ID_MAX, "-_.:"))
+        snprintf(buf, size, "%s", given);
+    else
+        snprintf(buf, size, "%.12s-%llu", svc.instance_id,
+                 (unsigned long long)atomic_fetch_add(&seq, 1) + 1);
+}
+
+/* Fills p from the query and headers; 0 when valid, else p->error says why. */
 static int params_parse(struct MHD_Connection *conn, struct params *p, int faults_allowed)
 {
     memset(p, 0, sizeof(*p));
     p->item = "inventory001";
+    request_id(conn, p->request_id, sizeof(p->request_id));
+    p->idem_key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
+    if (p->idem_key && !token_is_valid(p->idem_key, IDEM_KEY_MAX, "-_.:=+/")) {
+        snprintf(p->error, sizeof(p->error),
+                 "Idempotency-Key must be 1 to %d characters of A-Z a-z 0-9 - _ . : = + /",
+                 IDEM_KEY_MAX);
+        return -1;
+    }
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, param_visit, p);
     if (!p->error[0] && p->has_fault && !faults_allowed)
         snprintf(p->error, sizeof(p->error), "this request takes only item");
     return p->error[0] ? -1 : 0;
 }
 
-/* A sale's answer: sale_results gives the status and error string of each result. */
-static enum MHD_Result answer_sale(struct MHD_Connection *conn, const char *item,
-                                   const struct sale_outcome *out)
+static long long now_us(void)
 {
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+/* A sale's answer: sale_results gives the status and error string of each result. A
+ * replayed answer is the first one again (its instance, "replayed":true); a sale whose
+ * outcome is unknown names the key to retry with. Results that need a look are logged
+ * with the request id, which every answer carries. */
+static enum MHD_Result answer_sale(struct MHD_Connection *conn, const struct sale_request *rq,
+                                   long long started_us)
+{
+    const struct sale_outcome *out = &rq->out;
     const struct sale_result_info *info = &sale_results[out->result];
     json_t *body;
 
+    metrics_sale(out->result);
+    metrics_sale_latency(now_us() - started_us);
+    if (out->result == SALE_OUTCOME_UNKNOWN || out->result == SALE_ERROR ||
+        out->result == SALE_BAD_STOCK || out->result == SALE_LEASE_LOST)
+        log_event("WARN", "request %s: sale of %s: %s%s%s", rq->request_id, rq->item, info->error,
+                  out->message[0] ? ": " : "", out->message);
     if (out->result == SALE_OK) {
-        body = json_pack("{s:b, s:s, s:I, s:s, s:s}", "ok", 1, "item", item,
-                         "remaining", (json_int_t)out->remaining, "instance", svc.name,
-                         "lock", svc.version);
+        body = json_pack("{s:b, s:s, s:I, s:s, s:s}", "ok", 1, "item", rq->item,
+                         "remaining", (json_int_t)out->remaining, "instance",
+                         out->replayed ? out->instance : svc.name, "lock", svc.version);
         if (out->token)
             json_object_set_new(body, "token", json_integer(out->token));
         if (out->lease_lost)
             json_object_set_new(body, "lease_lost", json_true());
-        return answer_json(conn, info->http_status, body, NULL, NULL);
+    } else {
+        body = json_pack("{s:b, s:s}", "ok", 0, "error", info->error);
+        if (out->result == SALE_SOLD_OUT)
+            json_object_set_new(body, "remaining", json_integer(0));
+        else if (out->result == SALE_OUTCOME_UNKNOWN)
+            json_object_set_new(body, "message", json_string(
+                rq->idem_key ? "the sale was sent to Redis and its answer lost: retry with the "
+                               "same Idempotency-Key to learn its outcome"
+                             : "the sale was sent to Redis and its answer lost: it may be done; "
+                               "send an Idempotency-Key to make a retry safe"));
+        else if (out->message[0])
+            json_object_set_new(body, "message", json_string(out->message));
     }
-    body = json_pack("{s:b, s:s}", "ok", 0, "error", info->error);
-    if (out->result == SALE_SOLD_OUT)
-        json_object_set_new(body, "remaining", json_integer(0));
-    else if (out->message[0])
-        json_object_set_new(body, "message", json_string(out->message));
+    if (rq->idem_key)
+        json_object_set_new(body, "idempotency_key", json_string(rq->idem_key));
+    if (out->replayed)
+        json_object_set_new(body, "replayed", json_true());
+    json_object_set_new(body, "request_id", json_string(rq->request_id));
     if (info->http_status == MHD_HTTP_SERVICE_UNAVAILABLE)
         return answer_json(conn, info->http_status, body, "Retry-After", "1");
     return answer_json(conn, info->http_status, body, NULL, NULL);
@@ -162,6 +232,13 @@ static enum MHD_Result queue_sale(struct MHD_Connection *conn, const struct para
         return MHD_NO;
     snprintf(j->item, sizeof(j->item), "%s", p->item);
     j->rq.item = j->item;
+    snprintf(j->request_id, sizeof(j->request_id), "%s", p->request_id);
+    j->rq.request_id = j->request_id;
+    if (p->idem_key) {
+        snprintf(j->idem_key, sizeof(j->idem_key), "%s", p->idem_key);
+        j->rq.idem_key = j->idem_key;
+    }
+    j->started_us = now_us();
     j->rq.work_ms = p->work_ms;
     j->rq.release_gap_ms = p->release_gap_ms;
     j->rq.nested = (int)p->nested;
@@ -194,13 +271,14 @@ static enum MHD_Result route_sale(struct MHD_Connection *conn, void **req_cls)
     }
     if (svc.event_loop)
         return queue_sale(conn, &p, req_cls);
-    rq = (struct sale_request){ .item = p.item, .work_ms = p.work_ms,
+    rq = (struct sale_request){ .item = p.item, .idem_key = p.idem_key,
+                                .request_id = p.request_id, .work_ms = p.work_ms,
                                 .release_gap_ms = p.release_gap_ms, .nested = (int)p.nested };
+    long long started_us = now_us();
     metrics_in_flight(1);
     sale_run(&rq);
     metrics_in_flight(-1);
-    metrics_sale(rq.out.result);
-    return answer_sale(conn, p.item, &rq.out);
+    return answer_sale(conn, &rq, started_us);
 }
 
 static enum MHD_Result route_inventory(struct MHD_Connection *conn, void **req_cls)
@@ -294,8 +372,7 @@ enum MHD_Result http_handle(void *cls, struct MHD_Connection *conn, const char *
             return MHD_YES;
         j->answered = 1;
         metrics_in_flight(-1);
-        metrics_sale(j->rq.out.result);
-        return answer_sale(conn, j->item, &j->rq.out);
+        return answer_sale(conn, &j->rq, j->started_us);
     }
     if (*upload_data_size != 0) {
         *upload_data_size = 0;

@@ -79,6 +79,8 @@ static void usage(FILE *out)
         "  --redis-password-file F  the Redis password, first line of F (else the environment:\n"
         "                    REDIS_PASSWORD, and REDIS_USER for an ACL user); used for every\n"
         "                    Redis (data, standbys, lock masters), never in argv or a log\n"
+        "  --idempotency-ttl S  how long the first answer to an Idempotency-Key is kept, in\n"
+        "                    seconds (default 86400: 24 h); a repeat within it sells nothing\n"
         "  --faults          accept the teaching faults work_ms, release_gap_ms, nested=1\n"
         "                    and keep the mutual-exclusion probe (probe:{I}, overlaps:{I})\n"
         "  --name NAME       instance name in answers, logs and the ledger (default inventory-PORT)\n"
@@ -169,6 +171,7 @@ static void parse_flags(int argc, char **argv)
         { "lock-redis", required_argument, NULL, 'M' },
         { "redis-standby", required_argument, NULL, 'S' }, { "replicas", required_argument, NULL, 'R' },
         { "redis-password-file", required_argument, NULL, 'P' },
+        { "idempotency-ttl", required_argument, NULL, 'I' },
         { NULL, 0, NULL, 0 },
     };
     const char *lock = "v8", *colon, *password_file = NULL;
@@ -183,6 +186,7 @@ static void parse_flags(int argc, char **argv)
     svc.retry_ms = 10;
     svc.max_conns = 1000;
     svc.combine = 1;
+    svc.idem_ttl_ms = 86400 * 1000L;
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
@@ -233,6 +237,7 @@ static void parse_flags(int argc, char **argv)
             break;
         case 'R': svc.replicas = (int)number_flag("replicas", optarg, 0, 16); break;
         case 'P': password_file = optarg; break;
+        case 'I': svc.idem_ttl_ms = number_flag("idempotency-ttl", optarg, 1, 30 * 86400) * 1000; break;
         case 'L': list_versions(); exit(0);
         case 'h': usage(stdout); exit(0);
         default:
@@ -337,7 +342,7 @@ int main(int argc, char **argv)
     }
     if (svc.event_loop)
         d = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-                                 MHD_USE_ERROR_LOG,
+                                 MHD_USE_ITC | MHD_USE_ERROR_LOG,
                              0, NULL, NULL, http_handle, NULL,
                              MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)svc.max_conns,
@@ -346,7 +351,7 @@ int main(int argc, char **argv)
                              MHD_OPTION_END);
     else
         d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                                 MHD_USE_POLL | MHD_USE_ERROR_LOG,
+                                 MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG,
                              0, NULL, NULL, http_handle, NULL,
                              MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)svc.max_conns,
@@ -369,11 +374,19 @@ int main(int argc, char **argv)
 
     while (sigwait(&stop, &sig) != 0)
         ;
-    log_event("INFO", "stopping on %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    if (svc.event_loop)
-        MHD_quiesce_daemon(d);
-    pipeline_stop();  /* answers what is queued; later sales answer 503 at once */
+    /* Graceful: accept nothing more; let the sales in flight finish (a sale waits for
+     * the lock at most --wait-ms) and be answered; their grants are released as they
+     * end; then stop. */
+    log_event("INFO", "stopping on %s: %lld sales in flight", sig == SIGINT ? "SIGINT" : "SIGTERM",
+              metrics_in_flight_now());
+    MHD_quiesce_daemon(d);
+    for (long long end = lock_now_ms() + svc.wait_ms + 500;
+         metrics_in_flight_now() > 0 && lock_now_ms() < end;)
+        lock_sleep_ms(5);
+    pipeline_stop();  /* answers what is still queued; later sales answer 503 at once */
+    lock_sleep_ms(50); /* the last answers leave the event loop */
     MHD_stop_daemon(d);
+    log_event("INFO", "stopped");
     lock_client_destroy(svc_lock);
     return 0;
 }

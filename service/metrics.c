@@ -5,16 +5,49 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const double wait_bounds[] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10 };
-#define WAIT_BUCKETS (sizeof(wait_bounds) / sizeof(wait_bounds[0]))
+/* Upper bounds of the histograms' buckets, in seconds. */
+static const double bounds[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                 0.5, 1, 2.5, 5, 10 };
+#define BUCKETS (sizeof(bounds) / sizeof(bounds[0]))
+
+/* A Prometheus histogram: counts per bucket (not cumulative; summed when rendered). */
+struct histogram {
+    atomic_llong buckets[BUCKETS];
+    atomic_llong count, sum_us;
+};
 
 /* Written by any request thread, read by /metrics. */
 static atomic_llong sales[SALE_RESULTS];
 static atomic_llong bad_requests;
 static atomic_llong in_flight;
-static atomic_llong wait_buckets[WAIT_BUCKETS]; /* not cumulative; summed when rendered */
-static atomic_llong wait_count, wait_sum_ms;
+static struct histogram lock_wait, sale_latency;
 static atomic_llong batches, batched_sales;
+static atomic_llong replays, redis_drops, overlaps;
+
+static void observe(struct histogram *h, long long us)
+{
+    for (size_t i = 0; i < BUCKETS; i++)
+        if (us <= bounds[i] * 1e6) {
+            atomic_fetch_add(&h->buckets[i], 1);
+            break;
+        }
+    atomic_fetch_add(&h->count, 1);
+    atomic_fetch_add(&h->sum_us, us);
+}
+
+static void render_histogram(FILE *f, const char *name, const char *help, struct histogram *h)
+{
+    long long cumulative = 0;
+
+    fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    for (size_t i = 0; i < BUCKETS; i++) {
+        cumulative += atomic_load(&h->buckets[i]);
+        fprintf(f, "%s_bucket{le=\"%g\"} %lld\n", name, bounds[i], cumulative);
+    }
+    fprintf(f, "%s_bucket{le=\"+Inf\"} %lld\n%s_sum %.6f\n%s_count %lld\n", name,
+            (long long)atomic_load(&h->count), name, atomic_load(&h->sum_us) / 1e6, name,
+            (long long)atomic_load(&h->count));
+}
 
 void metrics_sale(enum sale_result r)
 {
@@ -31,6 +64,11 @@ void metrics_in_flight(int delta)
     atomic_fetch_add(&in_flight, delta);
 }
 
+long long metrics_in_flight_now(void)
+{
+    return atomic_load(&in_flight);
+}
+
 void metrics_batch(int n)
 {
     atomic_fetch_add(&batches, 1);
@@ -39,20 +77,33 @@ void metrics_batch(int n)
 
 void metrics_lock_wait(long long waited_ms)
 {
-    for (size_t i = 0; i < WAIT_BUCKETS; i++)
-        if (waited_ms <= wait_bounds[i] * 1000) {
-            atomic_fetch_add(&wait_buckets[i], 1);
-            break;
-        }
-    atomic_fetch_add(&wait_count, 1);
-    atomic_fetch_add(&wait_sum_ms, waited_ms);
+    observe(&lock_wait, waited_ms * 1000);
+}
+
+void metrics_sale_latency(long long us)
+{
+    observe(&sale_latency, us);
+}
+
+void metrics_replay(void)
+{
+    atomic_fetch_add(&replays, 1);
+}
+
+void metrics_redis_drop(void)
+{
+    atomic_fetch_add(&redis_drops, 1);
+}
+
+void metrics_overlap(void)
+{
+    atomic_fetch_add(&overlaps, 1);
 }
 
 char *metrics_render(size_t *len)
 {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
-    long long cumulative = 0;
 
     if (f == NULL)
         return NULL;
@@ -68,16 +119,10 @@ char *metrics_render(size_t *len)
     fprintf(f, "# HELP inventory_sales_in_flight Sales being served now.\n"
                "# TYPE inventory_sales_in_flight gauge\ninventory_sales_in_flight %lld\n",
             (long long)atomic_load(&in_flight));
-    fprintf(f, "# HELP inventory_lock_wait_seconds Time spent waiting for the lock.\n"
-               "# TYPE inventory_lock_wait_seconds histogram\n");
-    for (size_t i = 0; i < WAIT_BUCKETS; i++) {
-        cumulative += atomic_load(&wait_buckets[i]);
-        fprintf(f, "inventory_lock_wait_seconds_bucket{le=\"%g\"} %lld\n", wait_bounds[i], cumulative);
-    }
-    fprintf(f, "inventory_lock_wait_seconds_bucket{le=\"+Inf\"} %lld\n"
-               "inventory_lock_wait_seconds_sum %.3f\ninventory_lock_wait_seconds_count %lld\n",
-            (long long)atomic_load(&wait_count), atomic_load(&wait_sum_ms) / 1000.0,
-            (long long)atomic_load(&wait_count));
+    render_histogram(f, "inventory_sale_duration_seconds",
+                     "Time from a sale's request to its answer, in this instance.", &sale_latency);
+    render_histogram(f, "inventory_lock_wait_seconds", "Time spent waiting for the lock.",
+                     &lock_wait);
 #define COUNTER(name, help, field)                                                         \
     fprintf(f, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %lld\n",       \
             (long long)atomic_load(&svc_lock->field))
@@ -87,6 +132,17 @@ char *metrics_render(size_t *len)
     COUNTER("inventory_lock_lost_leases_total", "Leases found lost (renewal refused or not owner at release).", lost_leases);
     COUNTER("inventory_lock_stolen_total", "Locks found deleted by another client while our lease ran.", stolen);
     COUNTER("inventory_lock_notifications_total", "Release messages received (wait notify).", notifications);
+#undef COUNTER
+#define COUNTER(name, help, var)                                                           \
+    fprintf(f, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %lld\n",       \
+            (long long)atomic_load(&var))
+    COUNTER("inventory_idempotent_replays_total",
+            "Sales answered with the first answer to their Idempotency-Key.", replays);
+    COUNTER("inventory_redis_reconnects_total",
+            "Redis connections dropped after an error (the next use reconnects).", redis_drops);
+    COUNTER("inventory_overlaps_total",
+            "Sales that entered the critical section while another was inside (--faults probe).",
+            overlaps);
 #undef COUNTER
     fprintf(f, "# HELP inventory_sale_batches_total Critical sections (or atomic scripts) run.\n"
                "# TYPE inventory_sale_batches_total counter\ninventory_sale_batches_total %lld\n"

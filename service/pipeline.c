@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { GROUP_MAX = 256 };
+enum { GROUP_MAX = SALE_BATCH_MAX };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;   /* guards queue, stopping */
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -48,11 +48,12 @@ static void fail_all(struct sale_job *jobs, enum sale_result res, const char *ms
 
 /* Sends one script per group not yet answered, all in one write, and reads every reply;
  * a group Redis refused with NOSCRIPT (it forgot the script: a restart) goes again once
- * the script is loaded. Groups still unanswered on an I/O error say redis_unavailable:
- * their sales are not known to be sold. */
+ * the script is loaded. Groups still unanswered on an I/O error say outcome_unknown:
+ * their scripts were sent, and may have run. */
 static void run_groups(redisContext *c, struct group *groups, int ng)
 {
     struct lock_error err = { 0 };
+    int io;
 
     for (int attempt = 0; attempt < 2; attempt++) {
         int left = 0;
@@ -64,7 +65,7 @@ static void run_groups(redisContext *c, struct group *groups, int ng)
             int len;
             if (groups[g].answered)
                 continue;
-            if ((len = sale_atomic_format(groups[g].rqs[0]->item, groups[g].n, &cmd, &err)) < 0)
+            if ((len = sale_atomic_format(groups[g].rqs, groups[g].n, &cmd, &err)) < 0)
                 goto out_fail;
             redisAppendFormattedCommand(c, cmd, (size_t)len);
             free(cmd);
@@ -89,12 +90,13 @@ static void run_groups(redisContext *c, struct group *groups, int ng)
     }
 
 out_fail:
-    if (c->err)
+    io = c->err != 0;
+    if (io)
         store_drop();
     for (int g = 0; g < ng; g++)
         if (!groups[g].answered)
             for (int i = 0; i < groups[g].n; i++)
-                groups[g].rqs[i]->out.result = c->err ? SALE_REDIS_DOWN : SALE_ERROR;
+                groups[g].rqs[i]->out.result = io ? SALE_OUTCOME_UNKNOWN : SALE_ERROR;
 }
 
 /* One round: the queued jobs grouped by item, sold, answered. */
@@ -118,8 +120,9 @@ static void serve(struct sale_job *jobs)
     for (struct sale_job *j = jobs; j; j = j->next) {
         int g;
         for (g = 0; g < ng; g++)
-            if (strcmp(groups[g].rqs[0]->item, j->rq.item) == 0 && groups[g].n < GROUP_MAX)
-                break;
+            if (strcmp(groups[g].rqs[0]->item, j->rq.item) == 0 && groups[g].n < GROUP_MAX &&
+                !groups[g].rqs[0]->idem_key && !j->rq.idem_key)
+                break; /* a sale with an idempotency key goes alone */
         if (g == ng) {
             if (ng == (int)(sizeof(groups) / sizeof(groups[0]))) {
                 /* More items at once than groups: sell these now, the rest after. */
@@ -190,9 +193,10 @@ static struct sale_job *job_of(struct sale_request *rq)
     return (struct sale_job *)((char *)rq - offsetof(struct sale_job, rq));
 }
 
-/* Takes up to room sales from w's line, skipping none: a sale at its wait limit is left
- * for the reaper. Called by sale_serve with the grant held. */
-static int take_more(void *arg, struct sale_request **rqs, int room)
+/* Takes up to room sales from w's line into rqs after the have already there, skipping
+ * none: a sale at its wait limit is left for the reaper, and a sale with an idempotency
+ * key goes alone. Called by sale_serve with the grant held. */
+static int take_more(void *arg, struct sale_request **rqs, int have, int room)
 {
     struct worker *w = arg;
     long long now = lock_now_ms();
@@ -201,10 +205,12 @@ static int take_more(void *arg, struct sale_request **rqs, int room)
     pthread_mutex_lock(&mu);
     while (w->head && n < room && w->head->deadline_ms > now) {
         struct sale_job *j = w->head;
+        if (have + n > 0 && (j->rq.idem_key || rqs[0]->idem_key))
+            break;
         w->head = j->next;
         if (w->head == NULL)
             w->tail = NULL;
-        rqs[n++] = &j->rq;
+        rqs[have + n++] = &j->rq;
     }
     pthread_mutex_unlock(&mu);
     return n;

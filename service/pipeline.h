@@ -12,6 +12,9 @@
 struct sale_job {
     struct sale_request rq;
     char item[ITEM_MAX + 1];
+    char idem_key[IDEM_KEY_MAX + 1];
+    char request_id[REQUEST_ID_MAX + 1];
+    long long started_us;         /* monotonic: when the request was read */
     struct MHD_Connection *conn;
     int done;                     /* rq.out is set; written before the resume */
     int answered;                 /* the handler queued its answer (http.c) */

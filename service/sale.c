@@ -19,6 +19,8 @@ const struct sale_result_info sale_results[SALE_RESULTS] = {
     [SALE_UNKNOWN_ITEM] = { 404, "unknown_item", "unknown_item" },
     [SALE_BAD_STOCK] = { 500, "bad_stock", "bad_stock" },
     [SALE_LEASE_LOST] = { 409, "lease_lost", "lease_lost" },
+    [SALE_OUTCOME_UNKNOWN] = { 503, "outcome_unknown", "outcome_unknown" },
+    [SALE_KEY_REUSED] = { 422, "idempotency_key_reused", "key_reused" },
     [SALE_ERROR] = { 500, "error", "error" },
 };
 
@@ -97,7 +99,10 @@ static void probe_enter(const char *item, const char *id)
         return;
     snprintf(probe, sizeof(probe), "probe:{%s}", item);
     snprintf(overlaps, sizeof(overlaps), "overlaps:{%s}", item);
-    freeReplyObject(lock_script_eval(c, &probe_script, 2, 1, argv, &err));
+    redisReply *r = lock_script_eval(c, &probe_script, 2, 1, argv, &err);
+    if (r && r->type == REDIS_REPLY_INTEGER && r->integer > 1)
+        metrics_overlap();
+    freeReplyObject(r);
 }
 
 static void probe_leave(const char *item, const char *id)
@@ -160,23 +165,68 @@ enum sell_step {
     SELL_AGAIN        /* released, nothing written: Redis had forgotten the write script */
 };
 
-/* The write script's call for k sales from stock under g: EVALSHA, its sha, the key
- * count, the keys, the args. A grant with a fencing token writes through the fenced
- * script, which also names written:{I} and the batch's number within the grant. */
+/* An idempotency key's two Redis keys, for a sale of item: its first answer, next to
+ * the item (idem:{I}:K, the same hash slot), and the item it was first used for
+ * (idem-item:K). */
+struct idem_names {
+    char record[ITEM_MAX + IDEM_KEY_MAX + 16], binding[IDEM_KEY_MAX + 16];
+};
+
+static void idem_names_init(struct idem_names *k, const struct sale_request *rq)
+{
+    snprintf(k->record, sizeof(k->record), "idem:{%s}:%s", rq->item, rq->idem_key);
+    snprintf(k->binding, sizeof(k->binding), "idem-item:%s", rq->idem_key);
+}
+
+/* The outcome a script gave back for a key seen before: its first answer, the string
+ * "STATUS REMAINING TOKEN INSTANCE REQUEST". */
+static void replay(const redisReply *r, struct sale_request *rq)
+{
+    int status = 0;
+    struct sale_outcome *out = &rq->out;
+
+    out->result = SALE_ERROR;
+    snprintf(out->message, sizeof(out->message), "unreadable first answer");
+    if (sscanf(r->str, "%d %lld %lld %63s", &status, &out->remaining, &out->token,
+               out->instance) == 4 && (status == 200 || status == 409)) {
+        out->result = status == 200 ? SALE_OK : SALE_SOLD_OUT;
+        out->message[0] = '\0';
+        out->replayed = 1;
+        metrics_replay();
+    }
+}
+
+/* A script's key_reused error: the key was first used for another item. */
+static int key_reused(const redisReply *r, struct sale_request *rq)
+{
+    if (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "key_reused", 10) != 0)
+        return 0;
+    rq->out.result = SALE_KEY_REUSED;
+    snprintf(rq->out.message, sizeof(rq->out.message),
+             "this Idempotency-Key was first used for item %.64s", r->str + 10 + (r->str[10] == ' '));
+    return 1;
+}
+
+/* The write script's call for k sales from stock under g (of the n sales rqs: a sale with
+ * an idempotency key goes alone, and then is written even when k is 0, to keep its
+ * answer): EVALSHA, its sha, the key count, the keys, the args. A grant with a fencing
+ * token writes through the fenced script, which also names written:{I} and the batch's
+ * number within the grant. */
 struct write_call {
-    char keys[4][96], nums[4][32];
-    const char *argv[13];
+    char keys[4][96], nums[5][32];
+    struct idem_names idem;
+    const char *argv[3 + 6 + 8 + SALE_BATCH_MAX];
     int argc, nkeys;
     struct lock_script *script;
 };
 
 static void write_call_init(struct write_call *w, const struct lock_grant *g, long long stock,
-                            long long k, int batch)
+                            long long k, int batch, struct sale_request **rqs, int n)
 {
-    int fenced = g->token > 0;
+    int fenced = g->token > 0, keyed = rqs[0]->idem_key != NULL;
 
     w->script = fenced ? &fenced_write_script : &write_script;
-    w->nkeys = fenced ? 4 : 3;
+    w->nkeys = (fenced ? 4 : 3) + (keyed ? 2 : 0);
     snprintf(w->keys[0], sizeof(w->keys[0]), "stock:{%s}", g->item);
     snprintf(w->keys[1], sizeof(w->keys[1]), "sold:{%s}", g->item);
     snprintf(w->keys[2], sizeof(w->keys[2]), "orders:{%s}", g->item);
@@ -185,12 +235,18 @@ static void write_call_init(struct write_call *w, const struct lock_grant *g, lo
     snprintf(w->nums[1], sizeof(w->nums[1]), "%lld", k);
     snprintf(w->nums[2], sizeof(w->nums[2]), "%lld", g->token);
     snprintf(w->nums[3], sizeof(w->nums[3]), "%d", batch);
+    snprintf(w->nums[4], sizeof(w->nums[4]), "%ld", svc.idem_ttl_ms);
     w->argc = 0;
     w->argv[w->argc++] = "EVALSHA";
     w->argv[w->argc++] = w->script->sha;
-    w->argv[w->argc++] = fenced ? "4" : "3";
-    for (int i = 0; i < w->nkeys; i++)
+    w->argv[w->argc++] = fenced ? (keyed ? "6" : "4") : (keyed ? "5" : "3");
+    for (int i = 0; i < (fenced ? 4 : 3); i++)
         w->argv[w->argc++] = w->keys[i];
+    if (keyed) {
+        idem_names_init(&w->idem, rqs[0]);
+        w->argv[w->argc++] = w->idem.record;
+        w->argv[w->argc++] = w->idem.binding;
+    }
     w->argv[w->argc++] = w->nums[0];
     w->argv[w->argc++] = w->nums[1];
     w->argv[w->argc++] = svc.name;
@@ -198,12 +254,23 @@ static void write_call_init(struct write_call *w, const struct lock_grant *g, lo
     w->argv[w->argc++] = w->nums[2];
     if (fenced)
         w->argv[w->argc++] = w->nums[3];
+    w->argv[w->argc++] = g->item;
+    w->argv[w->argc++] = w->nums[4];
+    for (int i = 0; i < n && (i < k || (keyed && i == 0)); i++)
+        w->argv[w->argc++] = rqs[i]->request_id ? rqs[i]->request_id : "";
 }
 
-/* Maps the write script's reply for k sales onto the batch; 0 when they were sold. */
-static int write_result(const redisReply *r, long long k, struct sale_request **rqs, int n)
+/* Maps the write script's reply for k sales onto the batch; returns how many it sold
+ * (0 for a replayed answer), -1 when the write failed. */
+static long long write_result(const redisReply *r, long long k, struct sale_request **rqs, int n)
 {
     if (r->type == REDIS_REPLY_INTEGER && r->integer == k)
+        return k;
+    if (r->type == REDIS_REPLY_STRING && rqs[0]->idem_key) {
+        replay(r, rqs[0]);
+        return 0;
+    }
+    if (key_reused(r, rqs[0]))
         return 0;
     if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "lease_lost"))
         set_all(rqs, n, SALE_LEASE_LOST, NULL);
@@ -217,7 +284,10 @@ static int write_result(const redisReply *r, long long k, struct sale_request **
  * the ledger in one script. When last is set the writes ride with the release; else
  * they go alone and the grant stays held for the next batch (batch counts them, from 1).
  * The first request's faults apply to the whole batch. A fenced grant (one with a
- * token) whose lease is known lost writes nothing: its sales answer lease_lost. */
+ * token) whose lease is known lost writes nothing: its sales answer lease_lost. A sale
+ * with an idempotency key comes alone and is written even when sold out (its answer is
+ * kept); the script may give back the key's first answer instead. A write whose reply
+ * never came answers outcome_unknown: it may have been done. */
 static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct sale_request **rqs,
                                  int n, int last, int batch)
 {
@@ -229,7 +299,7 @@ static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct 
     char probe_id[LOCK_OWNER_MAX + 96];
     long long k = *stock <= 0 ? 0 : *stock < n ? *stock : n;
     enum sell_step step = last ? SELL_RELEASED : SELL_KEPT;
-    int st, lost;
+    int st, lost, write;
 
     metrics_batch(n);
     if (svc.faults) {
@@ -244,15 +314,16 @@ static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct 
         lock_sleep_ms(lead->work_ms);
     }
     lost = lock_grant_is_lost(svc_lock, g);
-    if (k > 0 && g->token > 0 && lost) {
+    if ((k > 0 || lead->idem_key) && g->token > 0 && lost) {
         set_all(rqs, n, SALE_LEASE_LOST, NULL); /* fenced: stop before writing */
         k = 0;
     }
-    if (k > 0) {
-        write_call_init(&w, g, *stock, k, batch);
+    write = (k > 0 || lead->idem_key) && lead->out.result == SALE_OK;
+    if (write) {
+        write_call_init(&w, g, *stock, k, batch, rqs, n);
         if (last && lock_rider_add_argv(&writes, w.argc, w.argv) != 0) {
             set_all(rqs, n, SALE_ERROR, "out of memory");
-            k = 0;
+            k = 0, write = 0;
         }
     }
     if (svc.faults)
@@ -270,30 +341,34 @@ static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct 
     if (!last) {
         redisContext *c = store_conn();
         redisReply *r = NULL;
-        if (k > 0 && (c == NULL || (r = lock_script_eval(c, w.script, w.nkeys, w.argc - 3 - w.nkeys,
-                                                          w.argv + 3, &err)) == NULL)) {
-            if (c == NULL || err.io)
-                store_drop();
-            set_all(rqs, n, SALE_REDIS_DOWN, NULL);
+        long long sold = 0;
+        if (write && c == NULL) {
+            set_all(rqs, n, SALE_REDIS_DOWN, NULL); /* nothing was sent */
             step = SELL_FAILED;
-        } else if (k > 0 && write_result(r, k, rqs, n) != 0) {
+        } else if (write && (r = lock_script_eval(c, w.script, w.nkeys, w.argc - 3 - w.nkeys,
+                                                  w.argv + 3, &err)) == NULL) {
+            if (err.io)
+                store_drop();
+            set_all(rqs, n, err.io ? SALE_OUTCOME_UNKNOWN : SALE_ERROR, err.io ? NULL : err.msg);
+            step = SELL_FAILED;
+        } else if (write && (sold = write_result(r, k, rqs, n)) < 0) {
             step = SELL_FAILED;
         }
         freeReplyObject(r);
-        *stock -= step == SELL_KEPT ? k : 0;
+        *stock -= step == SELL_KEPT ? sold : 0;
         return step;
     }
 
     g->release_gap_ms = lead->release_gap_ms;
-    st = lock_release(svc_lock, g, k > 0 ? &writes : NULL, &err);
+    st = lock_release(svc_lock, g, write ? &writes : NULL, &err);
     if (st == LOCK_EXPIRED || st == LOCK_STOLEN)
         for (int i = 0; i < n; i++)
             rqs[i]->out.lease_lost = 1;
-    if (k > 0) {
+    if (write) {
         redisReply *r = writes.replies[0];
         if (r == NULL || (st == LOCK_ERROR && err.io)) {
-            store_drop();
-            set_all(rqs, n, SALE_REDIS_DOWN, NULL);
+            store_drop(); /* the writes were sent with the release: maybe done */
+            set_all(rqs, n, SALE_OUTCOME_UNKNOWN, NULL);
         } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
             step = SELL_AGAIN;
         } else {
@@ -324,7 +399,7 @@ static long long min_ll(long long a, long long b)
 static int take(const struct sale_line *line, struct sale_request **rqs, int have)
 {
     int room = (svc.combine < SALE_BATCH_MAX ? svc.combine : SALE_BATCH_MAX) - have;
-    return line && room > 0 ? line->take(line->arg, rqs + have, room) : 0;
+    return line && room > 0 ? line->take(line->arg, rqs, have, room) : 0;
 }
 
 void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line *line)
@@ -405,33 +480,54 @@ out_answer:
         line->answer(line->arg, rqs, n);
 }
 
-/* The atomic script's keys and args for n sales of item, into argv (5 strings, kept in
- * the caller's buf). */
+/* The atomic script's call for the n sales rqs of one item (a sale with an idempotency
+ * key goes alone): EVALSHA, its sha, the key count, the keys, the args. */
 struct atomic_call {
-    char keys[3][96], count[16];
-    const char *argv[5];
+    char keys[3][96], count[16], ttl[24];
+    struct idem_names idem;
+    const char *argv[3 + 5 + 4 + SALE_BATCH_MAX];
+    int argc, nkeys;
 };
 
-static void atomic_call_init(struct atomic_call *a, const char *item, int n)
+static void atomic_call_init(struct atomic_call *a, struct sale_request **rqs, int n)
 {
+    const char *item = rqs[0]->item;
+    int keyed = rqs[0]->idem_key != NULL;
+
     snprintf(a->keys[0], sizeof(a->keys[0]), "stock:{%s}", item);
     snprintf(a->keys[1], sizeof(a->keys[1]), "sold:{%s}", item);
     snprintf(a->keys[2], sizeof(a->keys[2]), "orders:{%s}", item);
     snprintf(a->count, sizeof(a->count), "%d", n);
-    a->argv[0] = a->keys[0], a->argv[1] = a->keys[1], a->argv[2] = a->keys[2];
-    a->argv[3] = svc.name, a->argv[4] = a->count;
+    snprintf(a->ttl, sizeof(a->ttl), "%ld", svc.idem_ttl_ms);
+    a->nkeys = keyed ? 5 : 3;
+    a->argc = 0;
+    a->argv[a->argc++] = "EVALSHA";
+    a->argv[a->argc++] = atomic_script.sha;
+    a->argv[a->argc++] = keyed ? "5" : "3";
+    for (int i = 0; i < 3; i++)
+        a->argv[a->argc++] = a->keys[i];
+    if (keyed) {
+        idem_names_init(&a->idem, rqs[0]);
+        a->argv[a->argc++] = a->idem.record;
+        a->argv[a->argc++] = a->idem.binding;
+    }
+    a->argv[a->argc++] = svc.name;
+    a->argv[a->argc++] = a->count;
+    a->argv[a->argc++] = item;
+    a->argv[a->argc++] = a->ttl;
+    for (int i = 0; i < n; i++)
+        a->argv[a->argc++] = rqs[i]->request_id ? rqs[i]->request_id : "";
 }
 
-int sale_atomic_format(const char *item, int n, char **cmd, struct lock_error *err)
+int sale_atomic_format(struct sale_request **rqs, int n, char **cmd, struct lock_error *err)
 {
     struct atomic_call a;
-    const char *argv[8] = { "EVALSHA", atomic_script.sha, "3" };
     int len;
 
-    atomic_call_init(&a, item, n);
-    for (int i = 0; i < 5; i++)
-        argv[3 + i] = a.argv[i];
-    len = redisFormatCommandArgv(cmd, 8, argv, NULL);
+    if (n > SALE_BATCH_MAX)
+        return lock_fail(err, NULL, "too many sales for one script");
+    atomic_call_init(&a, rqs, n);
+    len = redisFormatCommandArgv(cmd, a.argc, a.argv, NULL);
     if (len < 0)
         lock_fail(err, NULL, "cannot format the sale script");
     return len;
@@ -456,6 +552,10 @@ void sale_atomic_result(const redisReply *r, struct sale_request **rqs, int n)
             rqs[i]->out.result = i < k ? SALE_OK : SALE_SOLD_OUT;
             rqs[i]->out.remaining = i < k ? left + k - 1 - i : 0;
         }
+    } else if (r->type == REDIS_REPLY_STRING && rqs[0]->idem_key) {
+        replay(r, rqs[0]);
+    } else if (key_reused(r, rqs[0])) {
+        ;
     } else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "unknown_item")) {
         snprintf(msg, sizeof(msg), "no stock key stock:{%s}; set it with deploy/stock", item);
         set_all(rqs, n, SALE_UNKNOWN_ITEM, msg);
@@ -469,8 +569,8 @@ void sale_atomic_result(const redisReply *r, struct sale_request **rqs, int n)
     }
 }
 
-/* The atomic baseline: n sales of one item in one script, no lock. */
-static void sell_atomic(struct sale_request **rqs, int n)
+/* The atomic baseline, on the calling thread: one sale in one script, no lock. */
+static void sell_atomic(struct sale_request *rq)
 {
     redisContext *c = store_conn();
     struct lock_error err = { 0 };
@@ -478,19 +578,19 @@ static void sell_atomic(struct sale_request **rqs, int n)
     redisReply *r;
 
     if (c == NULL) {
-        set_all(rqs, n, SALE_REDIS_DOWN, NULL);
+        rq->out.result = SALE_REDIS_DOWN;
         return;
     }
-    metrics_batch(n);
-    atomic_call_init(&a, rqs[0]->item, n);
-    r = lock_script_eval(c, &atomic_script, 3, 2, a.argv, &err);
+    metrics_batch(1);
+    atomic_call_init(&a, &rq, 1);
+    r = lock_script_eval(c, &atomic_script, a.nkeys, a.argc - 3 - a.nkeys, a.argv + 3, &err);
     if (r == NULL) {
         if (err.io)
-            store_drop();
-        set_all(rqs, n, err.io ? SALE_REDIS_DOWN : SALE_ERROR, err.io ? NULL : err.msg);
+            store_drop(); /* the script was sent: maybe done */
+        set_all(&rq, 1, err.io ? SALE_OUTCOME_UNKNOWN : SALE_ERROR, err.io ? NULL : err.msg);
         return;
     }
-    sale_atomic_result(r, rqs, n);
+    sale_atomic_result(r, &rq, 1);
     freeReplyObject(r);
 }
 
@@ -498,7 +598,7 @@ void sale_run(struct sale_request *rq)
 {
     memset(&rq->out, 0, sizeof(rq->out));
     if (svc.atomic)
-        sell_atomic(&rq, 1);
+        sell_atomic(rq);
     else
         sale_serve(rq, svc.wait_ms, NULL);
 }

@@ -27,6 +27,7 @@ struct service_config {
     const char *redis_user;      /* from REDIS_USER (NULL: the default user) */
     char redis_password[513];    /* from --redis-password-file or REDIS_PASSWORD; "" none */
     long ttl_ms, wait_ms, retry_ms;
+    long idem_ttl_ms;           /* how long an idempotency key's first answer is kept */
     int faults;                 /* teaching faults and the mutual-exclusion probe allowed */
     int max_conns;
     char name[64];              /* instance name, shown in answers and the ledger */
@@ -51,7 +52,8 @@ int store_ping(void);
 /* sale.c */
 enum sale_result {
     SALE_OK, SALE_SOLD_OUT, SALE_LOCK_TIMEOUT, SALE_LOCK_UNAVAILABLE, SALE_REDIS_DOWN, SALE_UNKNOWN_ITEM,
-    SALE_BAD_STOCK, SALE_LEASE_LOST, SALE_ERROR, SALE_RESULTS
+    SALE_BAD_STOCK, SALE_LEASE_LOST, SALE_OUTCOME_UNKNOWN, SALE_KEY_REUSED, SALE_ERROR,
+    SALE_RESULTS
 };
 /* Each result's answer and metric label, in one table. */
 struct sale_result_info {
@@ -66,10 +68,15 @@ struct sale_outcome {
     long long remaining;
     long long token;
     int lease_lost;         /* the lock said our lease was gone by the time we released */
+    int replayed;           /* the first answer to this idempotency key, given again */
+    char instance[64];      /* replayed: the instance that sold it */
     char message[192];
 };
+enum { IDEM_KEY_MAX = 64, REQUEST_ID_MAX = 64 };
 struct sale_request {
     const char *item;
+    const char *idem_key;   /* Idempotency-Key (NULL: none): the sale is done at most once */
+    const char *request_id; /* X-Request-Id, or the instance's own: in the ledger and logs */
     long work_ms;           /* fault: sleep between reading and writing stock */
     long release_gap_ms;    /* fault: sleep inside release */
     int nested;             /* fault: take the same lock again inside the sale */
@@ -82,8 +89,10 @@ void sale_run(struct sale_request *rq);
  * answered: pipeline.c's line (--combine). Called on the serving thread, grant held. */
 enum { SALE_BATCH_MAX = 256 };
 struct sale_line {
-    /* Takes up to room more waiting sales into rqs; returns how many. */
-    int (*take)(void *arg, struct sale_request **rqs, int room);
+    /* Takes up to room more waiting sales into rqs after the have already there; returns
+     * how many. A sale with an idempotency key goes alone: never taken into a batch that
+     * has one, nor one added to its. */
+    int (*take)(void *arg, struct sale_request **rqs, int have, int room);
     /* 1 when sales are waiting to be taken, waiting for one until the monotonic time
      * until_ms (now or earlier: no wait). */
     int (*has_more)(void *arg, long long until_ms);
@@ -99,10 +108,10 @@ struct sale_line {
  * batch after batch, without giving the lock back: the stock is the one this grant
  * wrote. Every batch goes to line->answer once sold. */
 void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line *line);
-/* The atomic sale's pieces, for the event loop (pipeline.c): the EVALSHA of n sales of
- * item as RESP in *cmd (caller frees; returns its length, -1), the script's load (once,
+/* The atomic sale's pieces, for the event loop (pipeline.c): the EVALSHA of the n sales
+ * rqs (of one item; a sale with an idempotency key goes alone) as RESP in *cmd (caller frees; returns its length, -1), the script's load (once,
  * or again when Redis said NOSCRIPT), and the outcomes of its reply. */
-int sale_atomic_format(const char *item, int n, char **cmd, struct lock_error *err);
+int sale_atomic_format(struct sale_request **rqs, int n, char **cmd, struct lock_error *err);
 int sale_atomic_load(redisContext *c, int again, struct lock_error *err);
 void sale_atomic_result(const redisReply *r, struct sale_request **rqs, int n);
 /* Reads stock and sold; SALE_OK, SALE_UNKNOWN_ITEM, SALE_BAD_STOCK or SALE_REDIS_DOWN. */
@@ -113,8 +122,13 @@ enum sale_result inventory_read(const char *item, long long *stock, long long *s
 void metrics_sale(enum sale_result r);
 void metrics_bad_request(void);
 void metrics_in_flight(int delta);
+long long metrics_in_flight_now(void);
 void metrics_lock_wait(long long waited_ms);
 void metrics_batch(int n);
+void metrics_replay(void);
+void metrics_sale_latency(long long us);
+void metrics_redis_drop(void);
+void metrics_overlap(void);
 /* Renders the Prometheus text; the caller frees it. NULL when out of memory. */
 char *metrics_render(size_t *len);
 

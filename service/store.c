@@ -34,6 +34,7 @@ void store_drop(void)
 void store_drop_why(const char *why)
 {
     note_down(why);
+    metrics_redis_drop();
     lock_redis_drop(svc_lock);
 }
 
