@@ -84,8 +84,11 @@ static void usage(FILE *out)
         "  --faults          accept the teaching faults work_ms, release_gap_ms, nested=1\n"
         "                    and keep the mutual-exclusion probe (probe:{I}, overlaps:{I})\n"
         "  --name NAME       instance name in answers, logs and the ledger (default inventory-PORT)\n"
-        "  --max-conns N     most connections served at once (default 1000); a lock version\n"
-        "                    without --combine gives each its own thread\n"
+        "  --max-conns N     most connections served at once (default 1000; more are\n"
+        "                    refused); a lock version without --combine gives each its own\n"
+        "                    thread. Other limits: a connection idle (or stalled mid-request)\n"
+        "                    for 120 s is closed; a request line and headers must fit in\n"
+        "                    32 KB (else 414 or 431); a body is read and ignored\n"
         "  --list-versions   print the versions, tab-separated: name, alias, technique, flaw\n"
         "  --help            this text\n"
         "\n"
@@ -347,6 +350,7 @@ int main(int argc, char **argv)
                              MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)svc.max_conns,
                              MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
                              MHD_OPTION_NOTIFY_COMPLETED, http_completed, NULL,
                              MHD_OPTION_END);
     else
@@ -356,6 +360,7 @@ int main(int argc, char **argv)
                              MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)svc.max_conns,
                              MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
                              MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
                              MHD_OPTION_NOTIFY_COMPLETED, http_completed, NULL,
                              MHD_OPTION_END);

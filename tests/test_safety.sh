@@ -6,7 +6,7 @@
 # was lost answers 503 outcome_unknown and a retry with the key learns the truth; nginx's
 # own errors reach the client as JSON 503/400; the request id goes from nginx to the
 # ledger; /metrics has the histograms and counters; SIGTERM finishes the sale in flight,
-# releases its lock and exits 0.
+# releases its lock and exits 0; garbage over raw TCP leaves an instance serving.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
@@ -137,8 +137,41 @@ code=$(curl -s -o "$T_TMP/b" -w '%{http_code}' "$URL/inventory/sale?item=$(head 
 check_eq "a 20 KB URL through nginx: 400 bad_request (JSON)" "400 bad_request" "$code $(field error < "$T_TMP/b")"
 deploy/down --run-dir "$RUN" --quiet
 
-# --- SIGTERM: the sale in flight finishes, its lock is released, exit 0 ------------------------
+# --- hostile clients over raw TCP, straight to an instance -------------------------------------
 start_redis || exit 1
+rcli set 'stock:{g}' 1000000 >/dev/null
+# send PORT: writes stdin to the instance on PORT and prints the status of what it answers.
+send() {
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+    cat >&3 2>/dev/null
+    timeout 5 head -c 12 <&3 2>/dev/null | awk '{ print $2 }'
+    exec 3<&-
+}
+for lock in "atomic" "v8" "v8 --combine 8"; do
+    start_service P --redis "127.0.0.1:$REDIS_PORT" --lock $lock --max-conns 300 || exit 1
+    pid=$SVC_PID
+    head -c 65536 /dev/urandom | send "$P" >/dev/null
+    long=$( { printf 'GET /inventory/sale?item=%s HTTP/1.1\r\nHost: x\r\n\r\n' "$(head -c 200000 /dev/zero | tr '\0' a)"; } | send "$P")
+    many=$( { printf 'GET /health HTTP/1.1\r\nHost: x\r\n'; for i in $(seq 20000); do printf 'X-H%d: v\r\n' "$i"; done; printf '\r\n'; } | send "$P")
+    huge=$(printf 'POST /inventory/sale HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\nab' | send "$P")
+    pct=$(printf 'GET /inventory/sale?item=%%zz%%%%%%00 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' | send "$P")
+    slow_pids=""
+    for i in $(seq 200); do
+        { exec 3<>"/dev/tcp/127.0.0.1/$P" && printf 'GET /inv' >&3 && sleep 4; } 2>/dev/null &
+        slow_pids="$slow_pids $!"
+    done
+    sleep 1
+    check_eq "$lock: binary noise, a 200 KB URL, 20,000 headers, a huge Content-Length, bad percent-encoding: refused (414 431 413 400)" \
+        "414 431 413 400" "$long $many $huge $pct"
+    check_eq "$lock: ... with 200 slow clients connected, a sale still answers 200" 200 \
+        "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P/inventory/sale?item=g")"
+    check "$lock: ... and the instance lives" running "$pid"
+    for sp in $slow_pids; do kill "$sp" 2>/dev/null; done
+    for sp in $slow_pids; do wait "$sp" 2>/dev/null; done
+    kill "$pid"; wait "$pid" 2>/dev/null
+done
+
+# --- SIGTERM: the sale in flight finishes, its lock is released, exit 0 ------------------------
 for lock in "v8" "v8 --combine 8"; do
     rcli set 'stock:{g}' 5 >/dev/null
     start_service P --redis "127.0.0.1:$REDIS_PORT" --lock $lock --faults --wait-ms 2000 || exit 1
