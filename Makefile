@@ -4,6 +4,7 @@
 #   make test             install what is missing, build, run every test
 #   make demo             install what is missing, build, run the evolution on a local stack
 #   make bench            install what is missing, build, run loadtest/bench (speed, side by side)
+#   make fuzz             fuzz the service's parsers with libFuzzer (clang) for FUZZ_SECONDS (300)
 #   make install          copy the binary to $(DESTDIR)$(PREFIX)/bin
 #   SANITIZER=address,undefined | thread   checked builds (work with make test)
 #   WERROR=0              do not turn warnings into errors (for packagers)
@@ -38,7 +39,7 @@ LOCK_OBJ    := $(LOCK_SRC:%.c=build/%.o)
 SERVICE_OBJ := $(SERVICE_SRC:%.c=build/%.o)
 HEADERS     := $(wildcard lock/*.h service/*.h loadtest/*.h tests/*.h) build/lua_scripts.h
 
-.PHONY: all test demo bench deps install clean
+.PHONY: all test demo bench fuzz deps install clean
 all: build/inventory-service build/test_lock $(if $(wildcard loadtest/report.c),build/evolution-report)
 
 # Rebuild everything when the flags change (a sanitizer build after a plain one).
@@ -67,6 +68,17 @@ build/inventory-service: $(SERVICE_OBJ) $(LOCK_OBJ)
 
 build/test_lock: build/tests/test_lock.o $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
+
+# The fuzz target: service/parse.c under libFuzzer, ASan and UBSan (clang only).
+FUZZ_SECONDS ?= 300
+build/fuzz_parse: tests/fuzz_parse.c service/parse.c $(HEADERS)
+	@mkdir -p build
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -I. -Ibuild \
+	    $(PKG_CFLAGS) -o $@ tests/fuzz_parse.c service/parse.c
+
+fuzz: deps build/fuzz_parse
+	@mkdir -p build/fuzz_corpus
+	build/fuzz_parse -max_total_time=$(FUZZ_SECONDS) build/fuzz_corpus tests/fuzz_corpus
 
 build/evolution-report: build/loadtest/report.o
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)

@@ -55,35 +55,6 @@ struct params {
     char error[160];        /* set when a parameter is bad */
 };
 
-/* Parses 0..max from a whole decimal string; 0 on success. */
-static int parse_bounded(const char *s, long max, long *out)
-{
-    char *end;
-    long v;
-
-    if (s == NULL || *s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || *end != '\0' || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int item_is_valid(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > ITEM_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-              (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.' || s[i] == '-'))
-            return 0;
-    return 1;
-}
-
 static enum MHD_Result param_visit(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value)
 {
@@ -116,20 +87,6 @@ static enum MHD_Result param_visit(void *cls, enum MHD_ValueKind kind, const cha
         snprintf(p->error, sizeof(p->error), "%s must be a whole number from 0 to %ld", key, max);
     p->has_fault = 1;
     return MHD_YES;
-}
-
-/* 1 when s is 1 to max characters, each a letter, a digit or one of extra. */
-static int token_is_valid(const char *s, size_t max, const char *extra)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > max)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-              (s[i] >= '0' && s[i] <= '9') || strchr(extra, s[i]) != NULL) || s[i] == '\0')
-            return 0;
-    return 1;
 }
 
 /* The request's id: the X-Request-Id nginx (or the client) sent, when it is a plain

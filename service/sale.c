@@ -31,18 +31,6 @@ static struct lock_script fenced_write_script = { "sale_write_fenced", lua_sale_
                                                   "", 0 };
 
 
-/* Parses a whole decimal integer (optional '-'); 0 on success. */
-static int parse_stock(const char *s, long long *out)
-{
-    char *end;
-
-    if (s == NULL || *s == '\0')
-        return -1;
-    errno = 0;
-    *out = strtoll(s, &end, 10);
-    return errno || *end != '\0' || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) ? -1 : 0;
-}
-
 /* Checks a GET stock:{item} reply: SALE_OK with *stock set, or why not. */
 static enum sale_result stock_from_reply(const redisReply *r, const char *item, long long *stock,
                                          char *msg, size_t msg_size)
@@ -53,7 +41,7 @@ static enum sale_result stock_from_reply(const redisReply *r, const char *item, 
         snprintf(msg, msg_size, "no stock key stock:{%s}; set it with deploy/stock", item);
         return SALE_UNKNOWN_ITEM;
     }
-    if (r->type != REDIS_REPLY_STRING || parse_stock(r->str, stock) != 0) {
+    if (r->type != REDIS_REPLY_STRING || parse_integer(r->str, stock) != 0) {
         snprintf(msg, msg_size, "stock:{%s} does not hold an integer", item);
         return SALE_BAD_STOCK;
     }
@@ -81,7 +69,7 @@ enum sale_result inventory_read(const char *item, long long *stock, long long *s
     }
     res = stock_from_reply(r->element[0], item, stock, msg, msg_size);
     *sold = 0;
-    if (r->element[1]->type == REDIS_REPLY_STRING && parse_stock(r->element[1]->str, sold) != 0)
+    if (r->element[1]->type == REDIS_REPLY_STRING && parse_integer(r->element[1]->str, sold) != 0)
         *sold = 0;
     freeReplyObject(r);
     return res;
@@ -187,8 +175,7 @@ static void replay(const redisReply *r, struct sale_request *rq)
 
     out->result = SALE_ERROR;
     snprintf(out->message, sizeof(out->message), "unreadable first answer");
-    if (sscanf(r->str, "%d %lld %lld %63s", &status, &out->remaining, &out->token,
-               out->instance) == 4 && (status == 200 || status == 409)) {
+    if (parse_record(r->str, &status, &out->remaining, &out->token, &out->instance) == 0) {
         out->result = status == 200 ? SALE_OK : SALE_SOLD_OUT;
         out->message[0] = '\0';
         out->replayed = 1;

@@ -49,6 +49,20 @@ void store_drop_why(const char *why);
 /* 1 when Redis answers PING on this thread's connection. */
 int store_ping(void);
 
+/* parse.c - what the service parses itself (fuzzed by tests/fuzz_parse.c). */
+/* A whole decimal 0..max (no sign, no space) into *out; 0, or -1 (out untouched). */
+int parse_bounded(const char *s, long max, long *out);
+/* A whole decimal integer, optional '-', as Redis keeps stock; 0, or -1. */
+int parse_integer(const char *s, long long *out);
+/* 1 when s is 1 to max characters, each a letter, a digit or one of extra; else 0. */
+int token_is_valid(const char *s, size_t max, const char *extra);
+/* 1 when s is an item name: 1 to ITEM_MAX of A-Z a-z 0-9 _ . - */
+int item_is_valid(const char *s);
+/* An idempotency key's first answer, "STATUS REMAINING TOKEN INSTANCE [REQUEST]", with
+ * STATUS 200 or 409; 0, or -1. */
+int parse_record(const char *s, int *status, long long *remaining, long long *token,
+                 char (*instance)[64]);
+
 /* sale.c */
 enum sale_result {
     SALE_OK, SALE_SOLD_OUT, SALE_LOCK_TIMEOUT, SALE_LOCK_UNAVAILABLE, SALE_REDIS_DOWN, SALE_UNKNOWN_ITEM,
