@@ -26,14 +26,15 @@ is_ours() {
     done
 }
 
-# wait_until SECONDS PID COMMAND...: polls COMMAND until it succeeds; fails when
-# SECONDS pass or the process PID (if not empty) has exited.
+# wait_until SECONDS PID COMMAND...: polls COMMAND every 20 ms until it succeeds; fails
+# when SECONDS (whole or decimal) pass or the process PID (if not empty) has exited.
 wait_until() {
-    local end=$(( $(date +%s) + $1 )) pid=$2; shift 2
+    local end=$(( $(date +%s%N) / 1000000 )) pid=$2
+    end=$(( end + $(awk -v s="$1" 'BEGIN { printf "%d", s * 1000 }') )); shift 2
     until "$@" >/dev/null 2>&1; do
         [ -z "$pid" ] || kill -0 "$pid" 2>/dev/null || return 1
-        [ "$(date +%s)" -lt "$end" ] || return 1
-        sleep 0.05
+        [ $(( $(date +%s%N) / 1000000 )) -lt "$end" ] || return 1
+        sleep 0.02
     done
 }
 

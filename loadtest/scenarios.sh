@@ -63,14 +63,6 @@ bg_wait() {
     BG_PIDS=""
 }
 
-# wait_for SECONDS COMMAND...: polls COMMAND every 20 ms until it succeeds.
-wait_for() {
-    local until=$(( $(date +%s%N) / 1000000 + $1 * 1000 )); shift
-    while ! "$@" >/dev/null 2>&1; do
-        [ $(( $(date +%s%N) / 1000000 )) -lt "$until" ] || return 1
-        sleep 0.02
-    done
-}
 overlaps_now() { local o; o=$(rcli get "overlaps:{$ITEM}"); echo "${o:-0}"; }
 sold_now() { local s; s=$(rcli get "sold:{$ITEM}"); echo "${s:-0}"; }
 # oversold_now: sold - (STOCK - stock), from what Redis holds now.
@@ -103,7 +95,7 @@ scenario_crash() {
     local sold_before sold_after
     a=$(port_of 1); b=$(port_of 2)
     sale_bg "$a" "work_ms=30000"
-    wait_for 5 lock_held || { SCN_OBSERVED="the first sale never took the lock"; return 1; }
+    wait_until 5 "" lock_held || { SCN_OBSERVED="the first sale never took the lock"; return 1; }
     sleep 0.05
     kill -9 "$(pid_of 1)"
     t0=$(date +%s%N)
@@ -112,7 +104,7 @@ scenario_crash() {
     rcli del "probe:{$ITEM}" >/dev/null
     ttl=$(rcli pttl "$(lock_key)")
     # A lease-based lock frees itself about one TTL after its holder died; give it four.
-    wait_for $(( TTL_MS * 4 / 1000 + 1 )) lock_free && freed_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    wait_until $(( TTL_MS * 4 / 1000 + 1 )) "" lock_free && freed_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     sold_before=$(rcli get "sold:{$ITEM}")
     for i in 1 2 3; do                       # each waits up to the wait limit
         code=$(sale "$b")
@@ -141,7 +133,7 @@ scenario_long_work() {
     a=$(port_of 1); b=$(port_of 2)
     sampler_start
     sale_bg "$a" "work_ms=$work"
-    wait_for 5 lock_held || { sampler_stop; SCN_OBSERVED="the long sale never took the lock"; return 1; }
+    wait_until 5 "" lock_held || { sampler_stop; SCN_OBSERVED="the long sale never took the lock"; return 1; }
     load_bg "$b" 4 $(( work / 1000 + 2 )) "work_ms=100" long
     bg_wait
     sampler_stop
@@ -195,7 +187,7 @@ scenario_pause() {
           "http://127.0.0.1:$a/inventory/sale?item=$ITEM&work_ms=$work") || code=000
       echo "$code" >> "$SCN_DIR/codes"; echo "$code" > "$SCN_DIR/paused.code" ) &
     BG_PIDS="$BG_PIDS $!"
-    wait_for 5 lock_held
+    wait_until 5 "" lock_held
     sleep 0.1
     kill -STOP "$pid"
     load_bg "$b" 4 $(( TTL_MS * 4 / 1000 + 1 )) "work_ms=50" pause
@@ -222,7 +214,7 @@ restart_master() {
     redis_start "$p" 127.0.0.1 "$FSYNC" "$RUN_DIR/master-$p" "$RUN_DIR/master-$p.log" \
         "$RUN_DIR/master-$p.pid"
     MASTER_PIDS=$(echo "$MASTER_PIDS" | awk -v n="$1" -v pid="$REDIS_STARTED_PID" '{ $n = pid; print }')
-    wait_for 5 redis_pings "$p"
+    wait_until 5 "" redis_pings "$p"
 }
 
 # master-down: load on both instances; one master of three killed a second in. Redlock
@@ -291,14 +283,14 @@ scenario_failover() {
     local a b work=$((TTL_MS * 2)) master_pid old_port fence_a fence_r fence tokens i code sold_b=0 answer oversold
     [ -n "${REPLICA_PORT:-}" ] || { SCN_OBSERVED="no replica in this stack (deploy/up --replica)"; return 1; }
     a=$(port_of 1); b=$(port_of 2); master_pid=$(head -n 1 "$RUN_DIR/redis.pid"); old_port=$REDIS_PORT
-    wait_for 10 replica_has_stock || { SCN_OBSERVED="the replica never got the stock"; return 1; }
+    wait_until 10 "" replica_has_stock || { SCN_OBSERVED="the replica never got the stock"; return 1; }
     replica_cli replicaof 127.0.0.1 "$(free_port)" >/dev/null
     ( code=$(curl -s -o "$SCN_DIR/a.json" -m 60 -w '%{http_code}' \
           "http://127.0.0.1:$a/inventory/sale?item=$ITEM&work_ms=$work") || code=000
       echo "$code" >> "$SCN_DIR/codes"; echo "$code" > "$SCN_DIR/a.code" ) &
     BG_PIDS="$BG_PIDS $!"
     # A holds (or was refused) once its try and the replicas' acknowledgement are over.
-    wait_for 5 a_holds_or_answered
+    wait_until 5 "" a_holds_or_answered
     sleep "$(awk "BEGIN{print ($TTL_MS / 10 + 300) / 1000}")"
     fence_a=$(rcli get "fence:{$ITEM}")
     kill -9 "$master_pid"
@@ -308,7 +300,7 @@ scenario_failover() {
     redis_start "$old_port" 127.0.0.1 "$FSYNC" "$RUN_DIR/redis" "$RUN_DIR/redis.log" \
         "$RUN_DIR/redis.pid" --replicaof "$REDIS_HOST" "$REPLICA_PORT"
     REDIS_PORT=$REPLICA_PORT            # the promoted replica is the data Redis now
-    wait_for 10 replica_acks "$REDIS_HOST" "$REPLICA_PORT" ||
+    wait_until 10 "" replica_acks "$REDIS_HOST" "$REPLICA_PORT" ||
         { SCN_OBSERVED="the old master did not come back as a replica"; return 1; }
     fence_r=$(rcli get "fence:{$ITEM}")
     for i in 1 2 3; do

@@ -345,7 +345,7 @@ out_free_reply:
 static int format_evalsha(struct lock_script *s, int nkeys, int nargs, const char **argv,
                           char **out, struct lock_error *err)
 {
-    enum { MAX_ARGS = 16 };
+    enum { MAX_ARGS = 320 };   /* a combined sale's write: keys, args, a request id per sale */
     const char *cmd[MAX_ARGS + 3];
     char numkeys[16];
     int len;
