@@ -39,11 +39,16 @@ check "  counted in /metrics" sh -c "curl -s http://127.0.0.1:$P/metrics | grep 
 rcli set 'stock:{fb}' 50 >/dev/null
 rcli hset 'written:{fb}' token 1000 batch 1 >/dev/null
 start_service Q --redis "127.0.0.1:$REDIS_PORT" --lock v9 --combine 32 --faults --name fenb || exit 1
-curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$Q/inventory/sale?item=fb&work_ms=800" > "$T_TMP/b0" &
+# The first sale works 3 s under its grant; the other 20 must all be waiting in the line
+# before it ends (on a busy machine 20 curls take a while to start), so that the next
+# grant serves them as one batch.
+curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$Q/inventory/sale?item=fb&work_ms=3000" > "$T_TMP/b0" &
 sleep 0.1
 for i in $(seq 20); do
     curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$Q/inventory/sale?item=fb" > "$T_TMP/b$i" &
 done
+check "  the 20 wait in the line while the first works" wait_until 2.5 "" \
+    sh -c "curl -s http://127.0.0.1:$Q/metrics | grep -qx 'inventory_sales_in_flight 21'"
 wait_all
 check_eq "21 sales under a stale token, combined: all 409" "409 x 21 " "$(counts "$T_TMP"/b*)"
 check_eq "  nothing sold: stock 50, sold none, ledger 0" "50  0" "$(state fb)"
