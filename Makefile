@@ -5,6 +5,7 @@
 #   make demo             install what is missing, build, run the evolution on a local stack
 #   make bench            install what is missing, build, run loadtest/bench (speed, side by side)
 #   make fuzz             fuzz the service's parsers with libFuzzer (clang) for FUZZ_SECONDS (300)
+#   make model            install what is missing, model-check v3 to v10 with SPIN (model/check)
 #   make install          copy the binary to $(DESTDIR)$(PREFIX)/bin
 #   SANITIZER=address,undefined | thread   checked builds (work with make test)
 #   WERROR=0              do not turn warnings into errors (for packagers)
@@ -39,7 +40,7 @@ LOCK_OBJ    := $(LOCK_SRC:%.c=build/%.o)
 SERVICE_OBJ := $(SERVICE_SRC:%.c=build/%.o)
 HEADERS     := $(wildcard lock/*.h service/*.h loadtest/*.h tests/*.h) build/lua_scripts.h
 
-.PHONY: all test demo bench fuzz deps install clean
+.PHONY: all test demo bench fuzz model deps install clean
 all: build/inventory-service build/test_lock $(if $(wildcard loadtest/report.c),build/evolution-report)
 
 # Rebuild everything when the flags change (a sanitizer build after a plain one).
@@ -97,6 +98,9 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@loadtest/bench $(BENCH_ARGS)
+
+model: deps
+	@model/check
 
 install: build/inventory-service
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# test_model.sh - the SPIN models: every version's flaw found by the model checker and the
+# next version's fix holding (model/check --quick), results/model.json well formed, and a
+# readable sequence for every broken property. No servers.
+set -u
+cd "$(dirname "$0")/.."
+source tests/lib.sh
+
+OUT="$T_TMP/model-results"
+MODEL_OUT="$OUT" model/check --quick > "$T_TMP/check.out" 2>&1
+rc=$?
+cat "$T_TMP/check.out"
+check_eq "model/check --quick: every row as expected" 0 "$rc"
+check "results/model.json parses as an array of rows" jq -e 'type == "array" and length > 0' "$OUT/model.json"
+check "every row has version, fault, property, holds and states" \
+    jq -e 'all(.[]; (.version | type) == "string" and (.fault | type) == "string" and
+                    (.property | type) == "string" and (.holds | type) == "boolean" and
+                    (.states | type) == "number" and .states > 0)' "$OUT/model.json"
+
+# outcome VERSION FAULT PROPERTY: "holds", "broken", or "missing", from model.json.
+outcome() {
+    jq -r --arg v "$1" --arg f "$2" --arg p "$3" \
+        '[.[] | select(.version == $v and .fault == $f and .property == $p)] |
+         if length == 0 then "missing" elif .[0].holds then "holds" else "broken" end' \
+        "$OUT/model.json" 2>/dev/null || echo missing
+}
+# expect VERSION FAULT PROPERTY OUTCOME WHY
+expect() { check_eq "$1 $2: $3 $4 ($5)" "$4" "$(outcome "$1" "$2" "$3")"; }
+
+expect v3  crash       progress          broken "a dead holder's key never expires: deadlock"
+expect v4  crash       progress          holds  "its lease runs out"
+expect v4  long-work   mutex             broken "work outlasts the lease"
+expect v4  long-work   no-foreign-delete broken "the first holder's DEL deletes the second's lock"
+expect v5  release-gap no-foreign-delete broken "the lease runs out between GET and DEL"
+expect v5  release-gap mutex             broken "a third client enters beside the second"
+expect v6  release-gap no-foreign-delete holds  "compare-and-delete in one script"
+expect v6  release-gap mutex             holds  "compare-and-delete in one script"
+expect v6  nested      reentrant         broken "a nested acquire waits on itself"
+expect v6  nested      nested-refused    holds  "it never succeeds"
+expect v7  nested      reentrant         holds  "the hash counts the holder's grants"
+expect v7  nested      nested-refused    broken "it always succeeds"
+expect v7  long-work   mutex             broken "no renewal"
+expect v8  long-work   mutex             holds  "the watchdog renews"
+expect v8  short-pause mutex             holds  "a pause shorter than the lease"
+expect v8  pause       mutex             broken "a pause longer than the lease stops the watchdog too"
+expect v9  pause       mutex             broken "the paused holder and the next hold at once"
+expect v9  pause       no-stale-write    holds  "the paused holder does not write"
+expect v9  pause       no-oversell       holds  "the paused holder does not write"
+expect v10 master-down mutex             holds  "one master of three lost"
+expect v10 restart     mutex             broken "a master restarts empty before the lease ends"
+
+# Every broken row: a readable sequence beside it, ending with the break.
+broken=$(jq -r '.[] | select(.holds | not) | "\(.version)-\(.fault)-\(.property)"' "$OUT/model.json" 2>/dev/null)
+check "some rows are broken" test -n "$broken"
+for row in $broken; do
+    f="$OUT/model/$row.txt"
+    check "$row: a readable sequence (client steps, then the break)" \
+        sh -c "grep -qE '^[A-C]: ' '$f' && tail -n 1 '$f' | grep -q '^=> .* is broken'"
+done
+check "v4's sequence: A's DEL deletes B's lock" grep -q "^A: DEL deletes B's lock" \
+    "$OUT/model/v4-long-work-no-foreign-delete.txt"
+check "v3's sequence: B refused for ever" sh -c \
+    "grep -A1 '^then, for ever:' '$OUT/model/v3-crash-progress.txt' | grep -q 'B: acquire refused'"
+
+t_report
