@@ -49,13 +49,13 @@ metric_sum() {
 
 # rcli [-p PORT] ARG...: redis-cli to the stack's Redis (REDIS_HOST, default 127.0.0.1,
 # and REDIS_PORT), or to another server of the stack on PORT. When REDIS_PASSWORD_FILE
-# names a file (stack.env does for a Redis deploy/up started), the password in it goes
-# to redis-cli through REDISCLI_AUTH: never in argv.
+# names a file (stack.env does for a Redis deploy/up started), the password, its first
+# line, goes to redis-cli through REDISCLI_AUTH: never in argv.
 rcli() {
     local port=${REDIS_PORT:-6379}
     if [ "${1:-}" = -p ]; then port=$2; shift 2; fi
     if [ -n "${REDIS_PASSWORD_FILE:-}" ]; then
-        REDISCLI_AUTH=$(cat "$REDIS_PASSWORD_FILE") redis-cli -h "${REDIS_HOST:-127.0.0.1}" -p "$port" "$@"
+        REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") redis-cli -h "${REDIS_HOST:-127.0.0.1}" -p "$port" "$@"
     else
         redis-cli -h "${REDIS_HOST:-127.0.0.1}" -p "$port" "$@"
     fi

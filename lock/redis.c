@@ -14,6 +14,7 @@
  * Owned by that thread (a redisContext is not thread-safe); freed when it exits. */
 struct conn {
     redisContext *c;
+    long long used_ms;            /* monotonic: when c was last handed out */
     struct lock_rider *before, *after;
 };
 
@@ -183,7 +184,11 @@ redisContext *lock_redis_connect(const struct lock_client *lc, long timeout_ms,
 
 /* The server closed this idle connection (it died or restarted; with standbys, the
  * master may have moved): it is replaced before use, so that a Redis restart costs no
- * sale an error, as clients that follow a failover do. One poll, no wait. */
+ * sale an error, as clients that follow a failover do. One poll, no wait; lock_redis
+ * asks only of a connection idle for IDLE_CHECK_MS (a restart takes longer than
+ * that), or of every use when there are standbys to follow. */
+enum { IDLE_CHECK_MS = 100 };
+
 static int closed_by_server(redisContext *c)
 {
     struct pollfd p = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
@@ -199,13 +204,18 @@ redisContext *lock_redis(struct lock_client *lc, struct lock_error *err)
 {
     struct conn *cn = thread_conn(lc);
     struct timeval cmd_tv = { 5, 0 };
+    long long now = lock_now_ms();
 
     if (cn == NULL) {
         lock_fail(err, NULL, "out of memory");
         return NULL;
     }
-    if (cn->c && !cn->c->err && !closed_by_server(cn->c))
+    if (cn->c && !cn->c->err &&
+        ((now - cn->used_ms < IDLE_CHECK_MS && !lc->cfg.redis_standby) ||
+         !closed_by_server(cn->c))) {
+        cn->used_ms = now;
         return cn->c;
+    }
     if (cn->c) {
         redisFree(cn->c);
         cn->c = NULL;
@@ -213,6 +223,7 @@ redisContext *lock_redis(struct lock_client *lc, struct lock_error *err)
     cn->c = lock_redis_connect(lc, 1000, err);
     if (cn->c)
         redisSetTimeout(cn->c, cmd_tv);
+    cn->used_ms = now;
     return cn->c;
 }
 

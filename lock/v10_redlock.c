@@ -104,9 +104,11 @@ static int on_all(struct redlock *rl, const char *script, int nargs, const char 
     const char *argv[8] = { "EVAL", script, "1" };
     int answered = 0;
 
+    if (nargs > 5)
+        nargs = 5;   /* argv's room; the scripts here take 2 or 3 */
     if (l == NULL && (l = calloc(1, sizeof(*l))) != NULL)
         pthread_setspecific(rl->key, l);
-    for (int i = 0; i < nargs && i < 5; i++)
+    for (int i = 0; i < nargs; i++)
         argv[3 + i] = args[i];
     for (int i = 0; i < rl->n; i++) {
         redisContext *c = l ? link_to(rl, l, i) : NULL;

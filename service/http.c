@@ -50,8 +50,6 @@ struct params {
     const char *item;
     long work_ms, release_gap_ms, nested;
     int has_fault;          /* a teaching fault was asked for */
-    const char *idem_key;   /* the Idempotency-Key header (NULL: none) */
-    char request_id[REQUEST_ID_MAX + 1]; /* X-Request-Id, or this instance's own */
     char error[160];        /* set when a parameter is bad */
 };
 
@@ -103,19 +101,11 @@ static void request_id(struct MHD_Connection *conn, char *buf, size_t size)
                  (unsigned long long)atomic_fetch_add(&seq, 1) + 1);
 }
 
-/* Fills p from the query and headers; 0 when valid, else p->error says why. */
+/* Fills p from the query; 0 when valid, else p->error says why. */
 static int params_parse(struct MHD_Connection *conn, struct params *p, int faults_allowed)
 {
     memset(p, 0, sizeof(*p));
     p->item = "inventory001";
-    request_id(conn, p->request_id, sizeof(p->request_id));
-    p->idem_key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
-    if (p->idem_key && !token_is_valid(p->idem_key, IDEM_KEY_MAX, "-_.:=+/")) {
-        snprintf(p->error, sizeof(p->error),
-                 "Idempotency-Key must be 1 to %d characters of A-Z a-z 0-9 - _ . : = + /",
-                 IDEM_KEY_MAX);
-        return -1;
-    }
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, param_visit, p);
     if (!p->error[0] && p->has_fault && !faults_allowed)
         snprintf(p->error, sizeof(p->error), "this request takes only item");
@@ -181,7 +171,7 @@ static enum MHD_Result answer_sale(struct MHD_Connection *conn, const struct sal
 /* The event loop's sale (atomic or combined): suspend the connection, queue the sale; the
  * pipeline resumes the connection when it has the answer, and http_handle sends it. */
 static enum MHD_Result queue_sale(struct MHD_Connection *conn, const struct params *p,
-                                  void **req_cls)
+                                  const char *idem_key, void **req_cls)
 {
     struct sale_job *j = calloc(1, sizeof(*j));
 
@@ -189,10 +179,10 @@ static enum MHD_Result queue_sale(struct MHD_Connection *conn, const struct para
         return MHD_NO;
     snprintf(j->item, sizeof(j->item), "%s", p->item);
     j->rq.item = j->item;
-    snprintf(j->request_id, sizeof(j->request_id), "%s", p->request_id);
+    request_id(conn, j->request_id, sizeof(j->request_id));
     j->rq.request_id = j->request_id;
-    if (p->idem_key) {
-        snprintf(j->idem_key, sizeof(j->idem_key), "%s", p->idem_key);
+    if (idem_key) {
+        snprintf(j->idem_key, sizeof(j->idem_key), "%s", idem_key);
         j->rq.idem_key = j->idem_key;
     }
     j->started_us = now_us();
@@ -209,10 +199,19 @@ static enum MHD_Result queue_sale(struct MHD_Connection *conn, const struct para
 
 static enum MHD_Result route_sale(struct MHD_Connection *conn, void **req_cls)
 {
+    const char *idem_key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
+    char rid[REQUEST_ID_MAX + 1];
     struct params p;
     struct sale_request rq;
 
     if (params_parse(conn, &p, 1) != 0) {
+        metrics_bad_request();
+        return answer_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", p.error);
+    }
+    if (idem_key && !token_is_valid(idem_key, IDEM_KEY_MAX, "-_.:=+/")) {
+        snprintf(p.error, sizeof(p.error),
+                 "Idempotency-Key must be 1 to %d characters of A-Z a-z 0-9 - _ . : = + /",
+                 IDEM_KEY_MAX);
         metrics_bad_request();
         return answer_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", p.error);
     }
@@ -227,9 +226,10 @@ static enum MHD_Result route_sale(struct MHD_Connection *conn, void **req_cls)
                             "the atomic sale is one script: there is no lock to fault");
     }
     if (svc.event_loop)
-        return queue_sale(conn, &p, req_cls);
-    rq = (struct sale_request){ .item = p.item, .idem_key = p.idem_key,
-                                .request_id = p.request_id, .work_ms = p.work_ms,
+        return queue_sale(conn, &p, idem_key, req_cls);
+    request_id(conn, rid, sizeof(rid));
+    rq = (struct sale_request){ .item = p.item, .idem_key = idem_key,
+                                .request_id = rid, .work_ms = p.work_ms,
                                 .release_gap_ms = p.release_gap_ms, .nested = (int)p.nested };
     long long started_us = now_us();
     metrics_in_flight(1);

@@ -329,6 +329,7 @@ int main(int argc, char **argv)
                                 svc.redis_standby, svc.replicas, svc.redis_user,
                                 svc.redis_password[0] ? svc.redis_password : NULL };
     svc_lock = lock_client_create(svc.ops, &cfg, &err);
+    explicit_bzero(svc.redis_password, sizeof(svc.redis_password)); /* the library has its copy */
     if (svc_lock == NULL) {
         fprintf(stderr, "inventory-service: lock %s: %s\n", svc.version, err.msg);
         return 1;

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Upper bounds of the histograms' buckets, in seconds. */
-static const double bounds[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                 0.5, 1, 2.5, 5, 10 };
-#define BUCKETS (sizeof(bounds) / sizeof(bounds[0]))
+/* Upper bounds of the histograms' buckets, in microseconds (rendered in seconds). */
+static const long long bounds_us[] = { 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000,
+                                       250000, 500000, 1000000, 2500000, 5000000, 10000000 };
+#define BUCKETS (sizeof(bounds_us) / sizeof(bounds_us[0]))
 
 /* A Prometheus histogram: counts per bucket (not cumulative; summed when rendered). */
 struct histogram {
@@ -27,7 +27,7 @@ static atomic_llong replays, redis_drops, overlaps;
 static void observe(struct histogram *h, long long us)
 {
     for (size_t i = 0; i < BUCKETS; i++)
-        if (us <= bounds[i] * 1e6) {
+        if (us <= bounds_us[i]) {
             atomic_fetch_add(&h->buckets[i], 1);
             break;
         }
@@ -42,7 +42,7 @@ static void render_histogram(FILE *f, const char *name, const char *help, struct
     fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     for (size_t i = 0; i < BUCKETS; i++) {
         cumulative += atomic_load(&h->buckets[i]);
-        fprintf(f, "%s_bucket{le=\"%g\"} %lld\n", name, bounds[i], cumulative);
+        fprintf(f, "%s_bucket{le=\"%g\"} %lld\n", name, bounds_us[i] / 1e6, cumulative);
     }
     fprintf(f, "%s_bucket{le=\"+Inf\"} %lld\n%s_sum %.6f\n%s_count %lld\n", name,
             (long long)atomic_load(&h->count), name, atomic_load(&h->sum_us) / 1e6, name,
@@ -123,19 +123,19 @@ char *metrics_render(size_t *len)
                      "Time from a sale's request to its answer, in this instance.", &sale_latency);
     render_histogram(f, "inventory_lock_wait_seconds", "Time spent waiting for the lock.",
                      &lock_wait);
-#define COUNTER(name, help, field)                                                         \
-    fprintf(f, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %lld\n",       \
-            (long long)atomic_load(&svc_lock->field))
-    COUNTER("inventory_lock_acquisitions_total", "Locks granted.", acquisitions);
-    COUNTER("inventory_lock_timeouts_total", "Acquires that gave up at the wait limit.", timeouts);
-    COUNTER("inventory_lock_renewals_total", "Leases renewed by the watchdog.", renewals);
-    COUNTER("inventory_lock_lost_leases_total", "Leases found lost (renewal refused or not owner at release).", lost_leases);
-    COUNTER("inventory_lock_stolen_total", "Locks found deleted by another client while our lease ran.", stolen);
-    COUNTER("inventory_lock_notifications_total", "Release messages received (wait notify).", notifications);
-#undef COUNTER
 #define COUNTER(name, help, var)                                                           \
     fprintf(f, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %lld\n",       \
-            (long long)atomic_load(&var))
+            (long long)atomic_load(&(var)))
+    COUNTER("inventory_lock_acquisitions_total", "Locks granted.", svc_lock->acquisitions);
+    COUNTER("inventory_lock_timeouts_total", "Acquires that gave up at the wait limit.",
+            svc_lock->timeouts);
+    COUNTER("inventory_lock_renewals_total", "Leases renewed by the watchdog.", svc_lock->renewals);
+    COUNTER("inventory_lock_lost_leases_total",
+            "Leases found lost (renewal refused or not owner at release).", svc_lock->lost_leases);
+    COUNTER("inventory_lock_stolen_total",
+            "Locks found deleted by another client while our lease ran.", svc_lock->stolen);
+    COUNTER("inventory_lock_notifications_total", "Release messages received (wait notify).",
+            svc_lock->notifications);
     COUNTER("inventory_idempotent_replays_total",
             "Sales answered with the first answer to their Idempotency-Key.", replays);
     COUNTER("inventory_redis_reconnects_total",

@@ -120,8 +120,8 @@ static void serve(struct sale_job *jobs)
     for (struct sale_job *j = jobs; j; j = j->next) {
         int g;
         for (g = 0; g < ng; g++)
-            if (strcmp(groups[g].rqs[0]->item, j->rq.item) == 0 && groups[g].n < GROUP_MAX &&
-                !groups[g].rqs[0]->idem_key && !j->rq.idem_key)
+            if (!j->rq.idem_key && !groups[g].rqs[0]->idem_key && groups[g].n < GROUP_MAX &&
+                strcmp(groups[g].rqs[0]->item, j->rq.item) == 0)
                 break; /* a sale with an idempotency key goes alone */
         if (g == ng) {
             if (ng == (int)(sizeof(groups) / sizeof(groups[0]))) {

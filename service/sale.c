@@ -153,6 +153,9 @@ enum sell_step {
     SELL_AGAIN        /* released, nothing written: Redis had forgotten the write script */
 };
 
+/* A script call's key count, as its argument. */
+static const char *const key_counts[] = { "0", "1", "2", "3", "4", "5", "6" };
+
 /* An idempotency key's two Redis keys, for a sale of item: its first answer, next to
  * the item (idem:{I}:K, the same hash slot), and the item it was first used for
  * (idem-item:K). */
@@ -217,16 +220,21 @@ static void write_call_init(struct write_call *w, const struct lock_grant *g, lo
     snprintf(w->keys[0], sizeof(w->keys[0]), "stock:{%s}", g->item);
     snprintf(w->keys[1], sizeof(w->keys[1]), "sold:{%s}", g->item);
     snprintf(w->keys[2], sizeof(w->keys[2]), "orders:{%s}", g->item);
-    snprintf(w->keys[3], sizeof(w->keys[3]), "written:{%s}", g->item);
     snprintf(w->nums[0], sizeof(w->nums[0]), "%lld", stock);
     snprintf(w->nums[1], sizeof(w->nums[1]), "%lld", k);
     snprintf(w->nums[2], sizeof(w->nums[2]), "%lld", g->token);
-    snprintf(w->nums[3], sizeof(w->nums[3]), "%d", batch);
-    snprintf(w->nums[4], sizeof(w->nums[4]), "%ld", svc.idem_ttl_ms);
+    if (fenced) {
+        snprintf(w->keys[3], sizeof(w->keys[3]), "written:{%s}", g->item);
+        snprintf(w->nums[3], sizeof(w->nums[3]), "%d", batch);
+    }
+    if (keyed)
+        snprintf(w->nums[4], sizeof(w->nums[4]), "%ld", svc.idem_ttl_ms);
+    else
+        w->nums[4][0] = '\0'; /* the script reads it only with a key */
     w->argc = 0;
     w->argv[w->argc++] = "EVALSHA";
     w->argv[w->argc++] = w->script->sha;
-    w->argv[w->argc++] = fenced ? (keyed ? "6" : "4") : (keyed ? "5" : "3");
+    w->argv[w->argc++] = key_counts[w->nkeys];
     for (int i = 0; i < (fenced ? 4 : 3); i++)
         w->argv[w->argc++] = w->keys[i];
     if (keyed) {
@@ -351,18 +359,18 @@ static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct 
     if (st == LOCK_EXPIRED || st == LOCK_STOLEN)
         for (int i = 0; i < n; i++)
             rqs[i]->out.lease_lost = 1;
-    if (write) {
-        redisReply *r = writes.replies[0];
-        if (r == NULL || (st == LOCK_ERROR && err.io)) {
-            store_drop(); /* the writes were sent with the release: maybe done */
-            set_all(rqs, n, SALE_OUTCOME_UNKNOWN, NULL);
-        } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-            step = SELL_AGAIN;
-        } else {
-            write_result(r, k, rqs, n);
-        }
-    } else if (st == LOCK_ERROR && err.io) {
+    if ((st == LOCK_ERROR && err.io) || (write && writes.replies[0] == NULL))
         store_drop();
+    if (write) {
+        /* The write's own reply decides; without one, the writes were sent with the
+         * release and may be done. */
+        redisReply *r = writes.replies[0];
+        if (r == NULL)
+            set_all(rqs, n, SALE_OUTCOME_UNKNOWN, NULL);
+        else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0)
+            step = SELL_AGAIN;
+        else
+            write_result(r, k, rqs, n);
     }
     lock_rider_reset(&writes);
     return step;
@@ -485,12 +493,15 @@ static void atomic_call_init(struct atomic_call *a, struct sale_request **rqs, i
     snprintf(a->keys[1], sizeof(a->keys[1]), "sold:{%s}", item);
     snprintf(a->keys[2], sizeof(a->keys[2]), "orders:{%s}", item);
     snprintf(a->count, sizeof(a->count), "%d", n);
-    snprintf(a->ttl, sizeof(a->ttl), "%ld", svc.idem_ttl_ms);
+    if (keyed)
+        snprintf(a->ttl, sizeof(a->ttl), "%ld", svc.idem_ttl_ms);
+    else
+        a->ttl[0] = '\0'; /* the script reads it only with a key */
     a->nkeys = keyed ? 5 : 3;
     a->argc = 0;
     a->argv[a->argc++] = "EVALSHA";
     a->argv[a->argc++] = atomic_script.sha;
-    a->argv[a->argc++] = keyed ? "5" : "3";
+    a->argv[a->argc++] = key_counts[a->nkeys];
     for (int i = 0; i < 3; i++)
         a->argv[a->argc++] = a->keys[i];
     if (keyed) {

@@ -20,7 +20,7 @@ static void promise(int ok, const char *what, const char *input)
     }
 }
 
-/* 1 when every character of s is in set (and s is not empty when nonempty is set). */
+/* 1 when every character of s is in set. */
 static int only(const char *s, const char *set)
 {
     return strspn(s, set) == strlen(s);
