@@ -47,31 +47,38 @@ metric_sum() {
     done | awk -v m="$1" '$1 == m { n += $2; seen = 1 } END { if (seen) print n }'
 }
 
-# rcli [-p PORT] ARG...: redis-cli to the stack's Redis (REDIS_HOST, default 127.0.0.1,
-# and REDIS_PORT), or to another server of the stack on PORT. When REDIS_PASSWORD_FILE
+# rcli [-p PORT | -s SOCKET] ARG...: redis-cli to the stack's Redis (REDIS_HOST, default
+# 127.0.0.1, and REDIS_PORT), or to another server of the stack on PORT or on the unix
+# socket SOCKET. When REDIS_PASSWORD_FILE
 # names a file (stack.env does for a Redis deploy/up started), the password, its first
 # line, goes to redis-cli through REDISCLI_AUTH: never in argv.
 rcli() {
-    local port=${REDIS_PORT:-6379}
-    if [ "${1:-}" = -p ]; then port=$2; shift 2; fi
+    local to=(-h "${REDIS_HOST:-127.0.0.1}" -p "${REDIS_PORT:-6379}")
+    case ${1:-} in
+    -p) to=(-h "${REDIS_HOST:-127.0.0.1}" -p "$2"); shift 2 ;;
+    -s) to=(-s "$2"); shift 2 ;;
+    esac
     if [ -n "${REDIS_PASSWORD_FILE:-}" ]; then
-        REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") redis-cli -h "${REDIS_HOST:-127.0.0.1}" -p "$port" "$@"
+        REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") redis-cli "${to[@]}" "$@"
     else
-        redis-cli -h "${REDIS_HOST:-127.0.0.1}" -p "$port" "$@"
+        redis-cli "${to[@]}" "$@"
     fi
 }
 
 # redis_start PORT BIND FSYNC DIR LOG PIDFILE [ARG...]: starts redis-server in its own
-# session (AOF with appendfsync FSYNC, no RDB, data in DIR, output appended to LOG) and
+# session (AOF with appendfsync FSYNC, or no AOF when FSYNC is off; no RDB but one a BGSAVE
+# asks for; data in DIR, output appended to LOG) and
 # writes PIDFILE: the pid, then the patterns deploy/down checks before a kill. Sets
 # REDIS_STARTED_PID. The process title is "redis-server ADDR:PORT". When REDIS_CONF
 # names a file (deploy/up writes one holding the password), it is the server's
 # configuration file: the password never shows in argv.
 redis_start() {
-    local port=$1 bind=$2 fsync=$3 dir=$4 log=$5 pidfile=$6; shift 6
+    local port=$1 bind=$2 fsync=$3 dir=$4 log=$5 pidfile=$6 aof; shift 6
+    aof=(--appendonly yes --appendfsync "$fsync")
+    [ "$fsync" != off ] || aof=(--appendonly no)
     mkdir -p "$dir"
     setsid "${REDIS_SERVER_BIN:-redis-server}" ${REDIS_CONF:+"$REDIS_CONF"} --port "$port" --bind "$bind" \
-        --appendonly yes --appendfsync "$fsync" --save '' --dir "$dir" \
+        "${aof[@]}" --save '' --dir "$dir" \
         --daemonize no "$@" </dev/null >>"$log" 2>&1 &
     REDIS_STARTED_PID=$!
     printf '%s\nredis-server\n:%s \n' "$REDIS_STARTED_PID" "$port" > "$pidfile"
@@ -84,7 +91,12 @@ replica_acks() {
     [ "$(printf 'SET replica:probe 1\nDEL replica:probe\nWAIT 1 100\n' | REDIS_HOST=$1 rcli -p "$2" 2>/dev/null | tail -n 1)" = 1 ]
 }
 
-# redis_pings [PORT]: true when the stack's Redis (or its server on PORT) answers PONG.
+# redis_pings [PORT | -s SOCKET]: true when the stack's Redis (or its server on PORT, or on
+# the unix socket SOCKET) answers PONG.
 redis_pings() {
-    rcli ${1:+-p "$1"} ping 2>/dev/null | grep -q PONG
+    case ${1:-} in
+    '') rcli ping ;;
+    -s) rcli -s "$2" ping ;;
+    *) rcli -p "$1" ping ;;
+    esac 2>/dev/null | grep -q PONG
 }

@@ -4,7 +4,10 @@
 --   wrk -t 2 -c 100 -d 10s --timeout 30s -s loadtest/sale.lua http://127.0.0.1:8080 \
 --       -- '/inventory/sale?item=inventory001&work_ms=5'
 --
--- The one argument after `--` is the request path (default /inventory/sale).
+-- The first argument after `--` is the request path (default /inventory/sale). A second,
+-- PREFIX, has each thread write one line per answer to the file PREFIX<thread number>:
+-- the status, the error ("-" for none), the request id ("-" when the body has none) and
+-- whether a Retry-After header came (1 or 0); the redis-crash scenario reads them.
 -- Each wrk thread is its own Lua state: the counters below are per thread; done()
 -- runs in the main state and sums them through thread:get().
 
@@ -13,16 +16,27 @@ local threads = {}
 -- Main state, once per thread before it starts: keep the handle for done().
 function setup(thread)
    threads[#threads + 1] = thread
+   thread:set("thread_number", #threads)
 end
 
 -- Thread state: the path, and this thread's counters (globals, so thread:get sees them).
 function init(args)
    wrk.path = args[1] or "/inventory/sale"
    ok, sold_out, unavailable, lock_timeout, other = 0, 0, 0, 0, 0
+   if args[2] then
+      record = assert(io.open(args[2] .. thread_number, "w"))
+      record:setvbuf("line")             -- whole lines, even when wrk is killed
+   end
 end
 
--- Thread state, once per answer. Only a 503's body is looked at: lock_timeout or not.
+-- Thread state, once per answer. Only a 503's body is looked at (lock_timeout or not),
+-- unless answers are recorded.
 function response(status, headers, body)
+   if record then
+      record:write(status, " ", body and body:match('"error":"([%w_]+)"') or "-", " ",
+                   body and body:match('"request_id":"([%w%-_.:=+/]+)"') or "-", " ",
+                   (headers["Retry-After"] or headers["retry-after"]) and 1 or 0, "\n")
+   end
    if status == 200 then
       ok = ok + 1
    elseif status == 409 then

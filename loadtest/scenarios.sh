@@ -24,10 +24,14 @@ scenario_defaults() {
     quorum-lost) echo "ttl=2000 wait=3000 stock=100000" ;;
     failover)    echo "ttl=2000 wait=10000 stock=40 replica" ;;
     failover-wait) echo "ttl=2000 wait=10000 stock=40 replica replicas=1" ;;
+    redis-crash) echo "ttl=2000 wait=3000 stock=1200 fsync=always" ;;
+    redis-crash-everysec) echo "ttl=2000 wait=3000 stock=1200 fsync=everysec" ;;
+    redis-crash-snapshot) echo "ttl=2000 wait=3000 stock=1200 fsync=off" ;;
     *)           return 1 ;;
     esac
 }
-SCENARIOS="load crash long-work release-gap nested pause master-down quorum-lost failover failover-wait"
+SCENARIOS="load crash long-work release-gap nested pause master-down quorum-lost failover failover-wait
+redis-crash redis-crash-everysec redis-crash-snapshot"
 
 lock_key() { echo "lock:{$ITEM}"; }
 # port_of N, pid_of N: the Nth instance's port and pid (1-based).
@@ -47,11 +51,13 @@ sale() {
 BG_PIDS=""
 sale_bg() { sale "$@" >/dev/null & BG_PIDS="$BG_PIDS $!"; }
 
-# load_bg PORT CONNS SECS QUERY NAME: wrk in the background against one port.
+# load_bg PORT CONNS SECS QUERY NAME [RECORD]: wrk in the background against one port
+# (LOAD_PID is its pid); with RECORD, every answer is written to RECORD<thread> (sale.lua).
 load_bg() {
     wrk -t 1 -c "$2" -d "${3}s" --timeout 30s -s "$LOADTEST_DIR/sale.lua" \
-        "http://127.0.0.1:$1" -- "/inventory/sale?item=$ITEM${4:+&$4}" \
+        "http://127.0.0.1:$1" -- "/inventory/sale?item=$ITEM${4:+&$4}" ${6:+"$6"} \
         > "$SCN_DIR/wrk-$5.out" 2>&1 &
+    LOAD_PID=$!
     BG_PIDS="$BG_PIDS $!"
 }
 
@@ -76,10 +82,10 @@ lock_free() { [ "$(rcli exists "$(lock_key)")" = 0 ]; }
 # sampler_start / sampler_stop: stock and sold every 100 ms into $SCN_DIR/timeline.
 sampler_start() {
     local t0; t0=$(date +%s%N)
-    ( while :; do
-        set -- $(rcli mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
+    ( while sleep 0.1; do
+        v=$(rcli mget "stock:{$ITEM}" "sold:{$ITEM}") || continue   # Redis down: no point
+        set -- $(echo "$v" | tr '\n' ' ')
         echo "$(( ($(date +%s%N) - t0) / 1000000 )) ${1:-0} ${2:-0}"
-        sleep 0.1
       done ) > "$SCN_DIR/timeline" 2>/dev/null &
     SAMPLER_PID=$!
 }
@@ -320,3 +326,105 @@ scenario_failover() {
     SCN_OBSERVED="the replica missed A's grant; master killed, replica promoted$fence: then B sold $sold_b of 3; A (working $work ms) answered $answer; oversold $oversold"
 }
 scenario_failover_wait() { scenario_failover; }
+
+# --- redis-crash: the data Redis killed (-9) mid-load, restarted from its own files -------
+# Load through nginx, every answer recorded (status, error, request id, Retry-After). A
+# third of the stock sold, Redis is killed; a second later it starts again on its port,
+# from its data directory, with the same settings (the scenario's fsync: always, everysec,
+# or off with one BGSAVE taken at a sixth of the stock, as a periodic snapshot would be).
+# Then the load goes on until the stock is sold out. A sale is acknowledged when it
+# answered 200; it is lost when its request id is not in the ledger afterwards.
+# Flaw: an acknowledged sale lost, more 200s than the stock (oversold), an answer other
+# than 200, 409 or 503 with Retry-After (or none at all), or no sale after the restart.
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# restart_redis: the data Redis again, from its files, as deploy/up started it (its pid
+# file updated); sets RESTORED_PTTL, the lock's PTTL as the files gave it back. It starts
+# on a private unix socket only: the sales inside the critical section when Redis died
+# never left the overlap probe (their SREM failed), and it is emptied before any sale
+# can reach Redis; then Redis listens on its port again (CONFIG SET port).
+restart_redis() {
+    local sock=$RUN_DIR/redis-restart.sock
+    redis_start "$REDIS_PORT" "$REDIS_HOST" "$FSYNC" "$RUN_DIR/redis" "$RUN_DIR/redis.log" \
+        "$RUN_DIR/redis.pid" --port 0 --unixsocket "$sock" --unixsocketperm 700
+    if wait_until 30 "$REDIS_STARTED_PID" redis_pings -s "$sock" &&
+       RESTORED_PTTL=$(rcli -s "$sock" pttl "$(lock_key)") &&
+       rcli -s "$sock" del "probe:{$ITEM}" >/dev/null &&
+       [ "$(rcli -s "$sock" config set port "$REDIS_PORT")" = OK ]; then
+        return 0
+    fi
+    kill -9 "$REDIS_STARTED_PID" 2>/dev/null      # its pid file names the port it never took
+    return 1
+}
+# crash_sale: one sale through nginx, recorded like wrk's; true when Redis answered it
+# (200 or 409).
+crash_sale() {
+    local code
+    code=$(curl -s -D "$SCN_DIR/probe.h" -o "$SCN_DIR/probe.json" -m 10 -w '%{http_code}' \
+        "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$ITEM") || code=000
+    echo "$code $(jq -r '.error // "-"' "$SCN_DIR/probe.json" 2>/dev/null || echo -)" \
+         "$(jq -r '.request_id // "-"' "$SCN_DIR/probe.json" 2>/dev/null || echo -)" \
+         "$(grep -qi '^retry-after:' "$SCN_DIR/probe.h" && echo 1 || echo 0)" >> "$SCN_DIR/answers-curl"
+    [ "$code" = 200 ] || [ "$code" = 409 ]
+}
+scenario_redis_crash() {
+    local rec=$SCN_DIR/answers- t_kill t_start t_up t_ok=-1 snap_sold=0 kill_at pttl
+    local acked lost landed oversold bad remaining by_status gone
+    : > "$SCN_DIR/answers-curl"
+    sampler_start
+    load_bg "$NGINX_PORT" 16 120 "work_ms=4" crash "$rec"
+    if [ "$FSYNC" = off ]; then
+        wait_until 60 "$LOAD_PID" sold_at_least $(( STOCK / 6 )) ||
+            { sampler_stop; SCN_OBSERVED="the load did not sell a sixth of the stock"; return 1; }
+        snap_sold=$(sold_now)
+        rcli bgsave >/dev/null
+        wait_until 30 "" snapshot_done || { sampler_stop; SCN_OBSERVED="BGSAVE did not finish"; return 1; }
+    fi
+    # The kill: a third of the stock sold, and (after a snapshot) 50 sales it does not have.
+    kill_at=$(( STOCK / 3 ))
+    [ "$FSYNC" != off ] || [ "$kill_at" -ge $(( $(sold_now) + 50 )) ] || kill_at=$(( $(sold_now) + 50 ))
+    wait_until 60 "$LOAD_PID" sold_at_least "$kill_at" ||
+        { sampler_stop; SCN_OBSERVED="the load did not sell a third of the stock"; return 1; }
+    kill -9 "$(head -n 1 "$RUN_DIR/redis.pid")"
+    t_kill=$(now_ms)
+    sleep 1
+    t_start=$(now_ms)
+    restart_redis || { sampler_stop; SCN_OBSERVED="Redis did not start again from its files"; return 1; }
+    t_up=$(now_ms)
+    pttl=$RESTORED_PTTL                  # a lock Redis had when it died comes back with it
+    # Recovery: the first sale through nginx that Redis answers (wrk's go on meanwhile).
+    wait_until 30 "" crash_sale && t_ok=$(now_ms)
+    # The rest of the stock sells; then a moment of 409s; then wrk stops (SIGINT: its summary).
+    wait_until 60 "$LOAD_PID" sold_out_now
+    sleep 0.3
+    kill -INT "$LOAD_PID" 2>/dev/null
+    bg_wait
+    sampler_stop
+    cat "$rec"* > "$SCN_DIR/answers"
+    # What the clients were told, and what the ledger holds.
+    awk '$1 == 200 && $3 != "-" { print $3 }' "$SCN_DIR/answers" | sort > "$SCN_DIR/acked"
+    rcli xrange "orders:{$ITEM}" - + | awk 'p { print; p = 0 } $0 == "request" { p = 1 }' |
+        sort > "$SCN_DIR/ledger-ids"
+    acked=$(awk '$1 == 200' "$SCN_DIR/answers" | wc -l)
+    lost=$(comm -23 "$SCN_DIR/acked" "$SCN_DIR/ledger-ids" | wc -l)
+    landed=$(comm -13 "$SCN_DIR/acked" "$SCN_DIR/ledger-ids" | wc -l)
+    remaining=$(rcli get "stock:{$ITEM}"); remaining=${remaining:-0}
+    oversold=$(( acked - (STOCK - remaining) ))
+    [ "$oversold" -gt 0 ] || oversold=0
+    # Anything but 200, 409 and 503 with Retry-After; an answer without a request id; and
+    # requests wrk saw fail without an answer.
+    bad=$(awk '!($1 == 200 || $1 == 409 || ($1 == 503 && $4 == 1)) || ($1 == 200 && $3 == "-")' \
+        "$SCN_DIR/answers" | wc -l)
+    gone=$(jq -s 'map(.socket_errors + .timeouts) | add // 0' <(grep -h '^{' "$SCN_DIR"/wrk-crash.out))
+    by_status=$(awk '{ n[$1 ($1 == 503 ? " " $2 : "")]++ }
+        END { for (k in n) printf "%s x %d\n", k, n[k] }' "$SCN_DIR/answers" | sort | paste -sd, - | sed 's/,/, /g')
+    SCN_OVERSOLD=$oversold
+    SCN_FLAW=0
+    [ "$lost" = 0 ] && [ "$oversold" = 0 ] && [ "$bad" = 0 ] && [ "$gone" = 0 ] && [ "$t_ok" -ge 0 ] ||
+        SCN_FLAW=1
+    SCN_OBSERVED="Redis (fsync $FSYNC$([ "$FSYNC" != off ] || echo ", a snapshot at about $snap_sold sold")) killed -9 at $kill_at+ sold, restarted $(( t_start - t_kill )) ms later, up in $(( t_up - t_start )) ms with the lock $([ "$pttl" -ge 0 ] 2>/dev/null && echo "back (PTTL $pttl ms)" || echo "free"), first sale $([ "$t_ok" -ge 0 ] && echo "$(( t_ok - t_start )) ms after the restart" || echo "never"); $acked answered 200 from a stock of $STOCK: $lost acknowledged sales lost, oversold $oversold, $landed sales landed without a 200; answers: $by_status; $bad other answers, $gone without one"
+}
+scenario_redis_crash_everysec() { scenario_redis_crash; }
+scenario_redis_crash_snapshot() { scenario_redis_crash; }
+sold_at_least() { [ "$(sold_now)" -ge "$1" ]; }
+sold_out_now() { [ "$(rcli get "stock:{$ITEM}")" = 0 ]; }
+snapshot_done() { rcli info persistence | grep -q '^rdb_bgsave_in_progress:0'; }
