@@ -328,15 +328,17 @@ scenario_failover() {
 scenario_failover_wait() { scenario_failover; }
 
 # --- redis-crash: the data Redis killed (-9) mid-load, restarted from its own files -------
-# Load through nginx, every answer recorded (status, error, request id, Retry-After). A
-# third of the stock sold, Redis is killed; a second later it starts again on its port,
+# Load through nginx, every answer recorded (status, error, request id, Retry-After); each
+# sale works 4 ms under the lock, so that the steps below come at a known point of the
+# stock even on a slow machine. A third of the stock sold, Redis is killed; a second later it starts again on its port,
 # from its data directory, with the same settings (the scenario's fsync: always, everysec,
 # or off with one BGSAVE taken at a sixth of the stock, as a periodic snapshot would be).
 # Then the load goes on until the stock is sold out. A sale is acknowledged when it
 # answered 200; it is lost when its request id is not in the ledger afterwards.
 # Flaw: an acknowledged sale lost, more 200s than the stock (oversold), an answer other
 # than 200, 409 or 503 with Retry-After (or none at all), or no sale after the restart.
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# (now_ms is loadtest/run's.)
+
 # restart_redis: the data Redis again, from its files, as deploy/up started it (its pid
 # file updated); sets RESTORED_PTTL, the lock's PTTL as the files gave it back. It starts
 # on a private unix socket only: the sales inside the critical section when Redis died
@@ -366,6 +368,8 @@ crash_sale() {
          "$(grep -qi '^retry-after:' "$SCN_DIR/probe.h" && echo 1 || echo 0)" >> "$SCN_DIR/answers-curl"
     [ "$code" = 200 ] || [ "$code" = 409 ]
 }
+# crash_abort WHY: the scenario cannot go on: its load and sampler stop; fails.
+crash_abort() { kill "$LOAD_PID" 2>/dev/null; bg_wait; sampler_stop; SCN_OBSERVED=$1; return 1; }
 scenario_redis_crash() {
     local rec=$SCN_DIR/answers- t_kill t_start t_up t_ok=-1 snap_sold=0 kill_at pttl
     local acked lost landed oversold bad remaining by_status gone
@@ -374,21 +378,21 @@ scenario_redis_crash() {
     load_bg "$NGINX_PORT" 16 120 "work_ms=4" crash "$rec"
     if [ "$FSYNC" = off ]; then
         wait_until 60 "$LOAD_PID" sold_at_least $(( STOCK / 6 )) ||
-            { sampler_stop; SCN_OBSERVED="the load did not sell a sixth of the stock"; return 1; }
+            { crash_abort "the load did not sell a sixth of the stock"; return 1; }
         snap_sold=$(sold_now)
         rcli bgsave >/dev/null
-        wait_until 30 "" snapshot_done || { sampler_stop; SCN_OBSERVED="BGSAVE did not finish"; return 1; }
+        wait_until 30 "" snapshot_done || { crash_abort "BGSAVE did not finish"; return 1; }
     fi
     # The kill: a third of the stock sold, and (after a snapshot) 50 sales it does not have.
     kill_at=$(( STOCK / 3 ))
     [ "$FSYNC" != off ] || [ "$kill_at" -ge $(( $(sold_now) + 50 )) ] || kill_at=$(( $(sold_now) + 50 ))
     wait_until 60 "$LOAD_PID" sold_at_least "$kill_at" ||
-        { sampler_stop; SCN_OBSERVED="the load did not sell a third of the stock"; return 1; }
+        { crash_abort "the load did not sell $kill_at"; return 1; }
     kill -9 "$(head -n 1 "$RUN_DIR/redis.pid")"
     t_kill=$(now_ms)
     sleep 1
     t_start=$(now_ms)
-    restart_redis || { sampler_stop; SCN_OBSERVED="Redis did not start again from its files"; return 1; }
+    restart_redis || { crash_abort "Redis did not start again from its files"; return 1; }
     t_up=$(now_ms)
     pttl=$RESTORED_PTTL                  # a lock Redis had when it died comes back with it
     # Recovery: the first sale through nginx that Redis answers (wrk's go on meanwhile).
