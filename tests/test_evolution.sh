@@ -15,7 +15,7 @@ rc=$?
 cat "$T_TMP/evo.err" "$T_TMP/evo.out"
 check_eq "loadtest/evolution --quick ran every row" 0 "$rc"
 J="$OUT/evolution.json"
-check "it wrote evolution.json" jq -e '.rows | length == 31' "$J"
+check "it wrote evolution.json" jq -e '.rows | length == 30' "$J"
 rows() { jq -r "$1" "$J" 2>/dev/null; }
 while IFS=$'\t' read -r lock scn expect shown flaw over ovl; do
     check_eq "$lock $scn (expect $expect): shown" true "$shown"
@@ -50,8 +50,6 @@ check "v10 failover: the lock held on its masters; the old holder sold, nothing 
     jq -e '.rows[] | select(.lock == "v10" and .scenario == "failover") | .oversold == 0 and (.observed | test("answered 200 sold;"))' "$J"
 check "v8 redis-crash (AOF always): Redis killed and back, no acknowledged sale lost, only 200/409/503 answers" \
     jq -e '.rows[] | select(.lock == "v8" and .scenario == "redis-crash") | .oversold == 0 and (.observed | test("fsync always.* 0 acknowledged sales lost, oversold 0.*; 0 other answers, 0 without one"))' "$J"
-check "v8 redis-crash-everysec: Redis killed -9 (not the machine): nothing lost either" \
-    jq -e '.rows[] | select(.lock == "v8" and .scenario == "redis-crash-everysec") | .oversold == 0 and (.observed | test("fsync everysec.* 0 acknowledged sales lost"))' "$J"
 check "v8 redis-crash-snapshot: the sales after the snapshot lost and sold again (oversold)" \
     jq -e '.rows[] | select(.lock == "v8" and .scenario == "redis-crash-snapshot") | .oversold > 0 and (.observed | test(" [1-9][0-9]* acknowledged sales lost"))' "$J"
 check "long-work rows carry a timeline" jq -e '[.rows[] | select(.scenario == "long-work") | (.timeline | length) > 3] | all' "$J"
