@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # test_fenced.sh - v9 through real HTTP and a real redis-server: each grant's token in the
 # ledger, greater than the last; a write with a stale token refused at Redis (409
-# lease_lost, nothing sold), a combined batch as a whole; a holder told that its lease
-# is lost stops before writing; a holder paused after its lease check, whose write
-# arrives after the next grant's read and before its write, refused (the model's
-# late-pause).
+# lease_lost, nothing sold), a combined batch as a whole; an Idempotency-Key honoured; a
+# holder told that its lease is lost stops before writing; a holder paused after its
+# lease check, whose write arrives after the next grant's read and before its write,
+# refused (the model's late-pause).
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
@@ -36,6 +36,16 @@ check "  lease_lost" jq -e '.ok == false and .error == "lease_lost"' "$T_TMP/sta
 check_eq "  nothing sold: stock 7, sold 3, ledger 3" "7 3 3" "$(state f)"
 check_eq "  the lock is given back" 0 "$(rcli exists 'lock:{f}')"
 check "  counted in /metrics" sh -c "curl -s http://127.0.0.1:$P/metrics | grep -q 'inventory_sales_total{result=\"lease_lost\"} 1'"
+
+# --- an Idempotency-Key under a fenced grant: sold once, the first answer again --------
+# The fenced script with a key takes seven keys (fence:{I} fifth, the key's two last).
+rcli set 'stock:{fk}' 5 >/dev/null
+keyed() { curl -s -o "$T_TMP/$1" -w '%{http_code}' -H "Idempotency-Key: $2" "http://127.0.0.1:$P/inventory/sale?item=$3"; }
+check_eq "a fenced sale with an Idempotency-Key: 200" 200 "$(keyed k1 fk-1 fk)"
+check_eq "  the same key again: 200, the first answer, replayed" "200 4 true" \
+    "$(keyed k2 fk-1 fk) $(jq -r '"\(.remaining) \(.replayed)"' "$T_TMP/k2")"
+check_eq "  sold once: stock 4, sold 1, ledger 1" "4 1 1" "$(state fk)"
+check_eq "  the same key for another item: 422" 422 "$(keyed k3 fk-1 f)"
 
 # --- a combined batch is refused as a whole ---------------------------------------------
 rcli set 'stock:{fb}' 50 >/dev/null
