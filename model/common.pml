@@ -123,7 +123,7 @@ bool up[NSERVERS];          /* the server answers (Redlock's faults take masters
 
 byte stock = STOCK;         /* stock:{I} */
 byte sold;                  /* sold:{I} */
-byte fence;                 /* fence:{I} */
+byte fence;                 /* fence:{I}: the last token issued */
 byte w_token, w_batch;      /* written:{I}: the last writer's token and batch */
 
 mtype = { SETNX, SET_NX_PX, GET, DEL, V6_RELEASE, V7_ACQUIRE, V7_RELEASE, V8_RENEW,
@@ -192,12 +192,13 @@ inline data_command() {
         stock = a1 - 1; sold++; val = 1;
         printf("EV %c: write stock %d\n", OWNER(who), stock)
     :: cmd == SALE_WRITE_FENCED ->              /* service/scripts/sale_write_fenced.lua */
-        /* a1: the stock read, a2: the token; one batch per grant: batch 1 */
+        /* a1: the stock read, a2: the token; one batch per grant: batch 1. Refused when
+         * older than the last token issued (fence) or not past the last writer's. */
         if
-        :: a2 < w_token || (a2 == w_token && 1 <= w_batch) ->
+        :: a2 < fence || a2 < w_token || (a2 == w_token && 1 <= w_batch) ->
             val = -1;                           /* error lease_lost, nothing written */
-            printf("EV %c: write refused (lease_lost: token %d, last written %d)\n",
-                   OWNER(who), a2, w_token)
+            printf("EV %c: write refused (lease_lost: token %d, last issued %d, last written %d)\n",
+                   OWNER(who), a2, fence, w_token)
         :: else ->
             count_held(who, n);
             stale = stale || n < QUORUM;

@@ -9,9 +9,9 @@
  * split vote is retried a tick later (C waits a random 1..retry_ms). Faults: master-down
  * (any one master, at any tick of the first lease, for good), restart (master 3 down at
  * first; at any tick of the first lease master 1 restarts empty and master 3 comes
- * back), crash. Under restart two hold at once, and the fenced write does not save the
- * stock: the older token may write first (it is greater than the last written), and the
- * newer one's write, from the same stock read, lands after it.
+ * back), crash. Under restart two hold at once, but nothing is oversold: the newer grant
+ * takes its token (INCR fence:{I}) before it reads the stock, so the older token's write
+ * either lands before that read or is refused as older than the last token issued.
  */
 
 #define NSERVERS 3

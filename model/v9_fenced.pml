@@ -4,9 +4,11 @@
  * Bounds: two clients (A, B) and their watchdogs, stock 2, one Redis, a lease of 3 ticks
  * renewed every tick; tokens from 1. Faults: pause (A and its watchdog stop 4 ticks during
  * its work, before its lease check), late-pause (the same stop after its lease check,
- * before its write reaches Redis). Under late-pause the write breaks through: it is
- * compared with the last token *written*, and the next holder, which has read the stock,
- * has not written yet; its own write then lands too (oversell).
+ * before its write reaches Redis). Under late-pause the write is compared with the last
+ * token *issued* as well as the last written: once the next holder was granted (and may
+ * have read the stock) it is refused, although that holder has not written yet. Only a
+ * late write with no grant since still lands (no-stale-write breaks): nobody can have
+ * written since its read, so nothing is oversold.
  */
 
 #define KEEPALIVE 1

@@ -154,7 +154,7 @@ enum sell_step {
 };
 
 /* A script call's key count, as its argument. */
-static const char *const key_counts[] = { "0", "1", "2", "3", "4", "5", "6" };
+static const char *const key_counts[] = { "0", "1", "2", "3", "4", "5", "6", "7" };
 
 /* An idempotency key's two Redis keys, for a sale of item: its first answer, next to
  * the item (idem:{I}:K, the same hash slot), and the item it was first used for
@@ -200,12 +200,12 @@ static int key_reused(const redisReply *r, struct sale_request *rq)
 /* The write script's call for k sales from stock under g (of the n sales rqs: a sale with
  * an idempotency key goes alone, and then is written even when k is 0, to keep its
  * answer): EVALSHA, its sha, the key count, the keys, the args. A grant with a fencing
- * token writes through the fenced script, which also names written:{I} and the batch's
- * number within the grant. */
+ * token writes through the fenced script, which also names written:{I} (the last
+ * writer), fence:{I} (the last token issued) and the batch's number within the grant. */
 struct write_call {
-    char keys[4][96], nums[5][32];
+    char keys[5][96], nums[5][32];
     struct idem_names idem;
-    const char *argv[3 + 6 + 8 + SALE_BATCH_MAX];
+    const char *argv[3 + 7 + 8 + SALE_BATCH_MAX];
     int argc, nkeys;
     struct lock_script *script;
 };
@@ -216,7 +216,7 @@ static void write_call_init(struct write_call *w, const struct lock_grant *g, lo
     int fenced = g->token > 0, keyed = rqs[0]->idem_key != NULL;
 
     w->script = fenced ? &fenced_write_script : &write_script;
-    w->nkeys = (fenced ? 4 : 3) + (keyed ? 2 : 0);
+    w->nkeys = (fenced ? 5 : 3) + (keyed ? 2 : 0);
     snprintf(w->keys[0], sizeof(w->keys[0]), "stock:{%s}", g->item);
     snprintf(w->keys[1], sizeof(w->keys[1]), "sold:{%s}", g->item);
     snprintf(w->keys[2], sizeof(w->keys[2]), "orders:{%s}", g->item);
@@ -225,6 +225,7 @@ static void write_call_init(struct write_call *w, const struct lock_grant *g, lo
     snprintf(w->nums[2], sizeof(w->nums[2]), "%lld", g->token);
     if (fenced) {
         snprintf(w->keys[3], sizeof(w->keys[3]), "written:{%s}", g->item);
+        snprintf(w->keys[4], sizeof(w->keys[4]), "fence:{%s}", g->item);
         snprintf(w->nums[3], sizeof(w->nums[3]), "%d", batch);
     }
     if (keyed)
@@ -235,7 +236,7 @@ static void write_call_init(struct write_call *w, const struct lock_grant *g, lo
     w->argv[w->argc++] = "EVALSHA";
     w->argv[w->argc++] = w->script->sha;
     w->argv[w->argc++] = key_counts[w->nkeys];
-    for (int i = 0; i < (fenced ? 4 : 3); i++)
+    for (int i = 0; i < (fenced ? 5 : 3); i++)
         w->argv[w->argc++] = w->keys[i];
     if (keyed) {
         idem_names_init(&w->idem, rqs[0]);

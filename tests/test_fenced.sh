@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test_fenced.sh - v9 through real HTTP and a real redis-server: each grant's token in the
 # ledger, greater than the last; a write with a stale token refused at Redis (409
-# lease_lost, nothing sold), a combined batch as a whole; a holder told that its lease
-# is lost stops before writing.
+# lease_lost, nothing sold), a combined batch as a whole; an Idempotency-Key honoured; a
+# holder told that its lease is lost stops before writing; a holder paused after its
+# lease check, whose write arrives after the next grant's read and before its write,
+# refused (the model's late-pause).
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
@@ -34,6 +36,16 @@ check "  lease_lost" jq -e '.ok == false and .error == "lease_lost"' "$T_TMP/sta
 check_eq "  nothing sold: stock 7, sold 3, ledger 3" "7 3 3" "$(state f)"
 check_eq "  the lock is given back" 0 "$(rcli exists 'lock:{f}')"
 check "  counted in /metrics" sh -c "curl -s http://127.0.0.1:$P/metrics | grep -q 'inventory_sales_total{result=\"lease_lost\"} 1'"
+
+# --- an Idempotency-Key under a fenced grant: sold once, the first answer again --------
+# The fenced script with a key takes seven keys (fence:{I} fifth, the key's two last).
+rcli set 'stock:{fk}' 5 >/dev/null
+keyed() { curl -s -o "$T_TMP/$1" -w '%{http_code}' -H "Idempotency-Key: $2" "http://127.0.0.1:$P/inventory/sale?item=$3"; }
+check_eq "a fenced sale with an Idempotency-Key: 200" 200 "$(keyed k1 fk-1 fk)"
+check_eq "  the same key again: 200, the first answer, replayed" "200 4 true" \
+    "$(keyed k2 fk-1 fk) $(jq -r '"\(.remaining) \(.replayed)"' "$T_TMP/k2")"
+check_eq "  sold once: stock 4, sold 1, ledger 1" "4 1 1" "$(state fk)"
+check_eq "  the same key for another item: 422" 422 "$(keyed k3 fk-1 f)"
 
 # --- a combined batch is refused as a whole ---------------------------------------------
 rcli set 'stock:{fb}' 50 >/dev/null
@@ -69,5 +81,33 @@ check_eq "a v9 sale whose lease was taken while it worked: 409" 409 "$(cat "$T_T
 check "  lease_lost" jq -e '.error == "lease_lost"' "$T_TMP/lost"
 check_eq "  nothing written: stock 5, no sale, no writer" "5  0 0" "$(state fl) $(rcli exists 'written:{fl}')"
 rcli del 'lock:{fl}' >/dev/null
+
+
+# --- late pause: a write older than the last grant is refused --------------------------
+# The model's late-pause (model/v9_fenced.pml), staged in order: A takes the lock with a
+# 300 ms lease and token 1, reads stock 10 and passes its lease check, then stops before
+# its write is sent. A is driven by hand with the scripts themselves (lock/scripts/
+# v9_acquire.lua, service/scripts/sale_write_fenced.lua): a service cannot be stopped
+# between its check and its write on cue. A's lease runs out; B, a real instance, takes
+# the lock (token 2), reads stock 10 and works. Only then does A's write arrive. Nobody
+# has written since A's grant, so only the token B was issued (fence:{I}) can refuse it;
+# had it landed, B's write on its read of 10 would land too: sold 2, stock 9.
+rcli set 'stock:{lp}' 10 >/dev/null
+check_eq "late pause: A takes the lock by hand (lease 300 ms): held once, token 1" "1 1" \
+    "$(rcli --eval lock/scripts/v9_acquire.lua 'lock:{lp}' 'fence:{lp}' , paused-a:1 300 | paste -sd' ' -)"
+a_read=$(rcli get 'stock:{lp}')
+start_service S --redis "127.0.0.1:$REDIS_PORT" --lock v9 --faults --name fenp || exit 1
+curl -s -o "$T_TMP/late" -w '%{http_code}' "http://127.0.0.1:$S/inventory/sale?item=lp&work_ms=1500" > "$T_TMP/late.code" &
+b_has_read() { [ "$(rcli hget 'lock:{lp}' :token)" = 2 ] && [ "$(rcli scard 'probe:{lp}')" = 1 ]; }
+check "  A's lease runs out; B takes the lock (token 2) and reads the stock" wait_until 3 "" b_has_read
+a_write=$(rcli --eval service/scripts/sale_write_fenced.lua 'stock:{lp}' 'sold:{lp}' 'orders:{lp}' \
+          'written:{lp}' 'fence:{lp}' , "$a_read" 1 by-hand paused-a:1 1 1 lp '' late-a 2>&1)
+check_eq "  A's write arrives (stock read $a_read, token 1) while B works: refused" lease_lost "${a_write#ERR }"
+wait_all
+check_eq "  B's sale: 200" 200 "$(cat "$T_TMP/late.code")"
+check "  remaining 9, under token 2" jq -e '.ok and .remaining == 9' "$T_TMP/late"
+check_eq "  nothing oversold: stock 9, sold 1, ledger 1" "9 1 1" "$(state lp)"
+check_eq "  the one ledger entry is B's, token 2" 2 \
+    "$(rcli xrange 'orders:{lp}' - + | awk 'prev == "token" { print } { prev = $0 }' | paste -sd' ' -)"
 
 t_report

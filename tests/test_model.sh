@@ -46,8 +46,11 @@ expect v8  pause       mutex             broken "a pause longer than the lease s
 expect v9  pause       mutex             broken "the paused holder and the next hold at once"
 expect v9  pause       no-stale-write    holds  "the paused holder does not write"
 expect v9  pause       no-oversell       holds  "the paused holder does not write"
+expect v9  late-pause  no-oversell       holds  "paused after its lease check: older than the last token issued, refused"
+expect v9  late-pause  no-stale-write    broken "a lone late write, with no grant since, still lands (harmless)"
 expect v10 master-down mutex             holds  "one master of three lost"
 expect v10 restart     mutex             broken "a master restarts empty before the lease ends"
+expect v10 restart     no-oversell       holds  "the older token's write is refused once the newer was issued"
 
 # Every broken row: a readable sequence beside it, ending with the break.
 broken=$(jq -r '.[] | select(.holds | not) | "\(.version)-\(.fault)-\(.property)"' "$OUT/model.json" 2>/dev/null)
@@ -59,6 +62,9 @@ for row in $broken; do
 done
 check "v4's sequence: A's DEL deletes B's lock" grep -q "^A: DEL deletes B's lock" \
     "$OUT/model/v4-long-work-no-foreign-delete.txt"
+check "v9 late-pause's sequence: A's late write lands with no grant after its pause (harmless)" \
+    awk '/^A: resumes/ { r = 1 } r && / acquire ok/ { bad = 1 } END { exit !(r && !bad) }' \
+    "$OUT/model/v9-late-pause-no-stale-write.txt"
 check "v3's sequence: B refused for ever" sh -c \
     "grep -A1 '^then, for ever:' '$OUT/model/v3-crash-progress.txt' | grep -q 'B: acquire refused'"
 

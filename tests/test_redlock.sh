@@ -3,7 +3,8 @@
 # masters: a grant on every master; the token from the data Redis; one master down (sales
 # go on, released on the others, renewal by quorum keeps a long sale's lease); two down
 # (503 lock_unavailable at once, not at the wait limit); masters back (sales resume);
-# a master restarted empty lets a second holder in, one with AOF `always` does not.
+# a master restarted empty lets a second holder in, one with AOF `always` does not; when
+# the older token's write comes after the newer grant's read, it is refused.
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
@@ -28,7 +29,7 @@ kill_master() { kill -9 "${MPID[$1]}" 2>/dev/null; wait "${MPID[$1]}" 2>/dev/nul
 m() { redis-cli -p "${MP[$1]}" "${@:2}"; }
 for i in 1 2 3; do start_master $i || exit 1; done
 MASTERS="127.0.0.1:${MP[1]},127.0.0.1:${MP[2]},127.0.0.1:${MP[3]}"
-sale() { curl -s -o "$T_TMP/body" -w '%{http_code}' -m 30 "http://127.0.0.1:$1/inventory/sale?item=$2${3:+&$3}"; }
+sale() { curl -s -o "${BODY:-$T_TMP/body}" -w '%{http_code}' -m 30 "http://127.0.0.1:$1/inventory/sale?item=$2${3:+&$3}"; }
 state() { echo "$(rcli get "stock:{$1}") $(rcli get "sold:{$1}") $(rcli xlen "orders:{$1}")"; }
 
 # --- flags ----------------------------------------------------------------------------
@@ -113,6 +114,34 @@ restarted "" empty 2>/dev/null
 check "a master restarted empty (no AOF): a second holder while the first works (overlaps ${OV:-0})" test "${OV:-0}" -ge 1
 check_eq "  nothing oversold: the fenced write refused the older token (sold + stock = 10)" 10 \
     $(( $(rcli get 'stock:{empty}') + $(rcli get 'sold:{empty}') ))
+# The model's v10 restart, in the order the old fenced write let through: the older token
+# writes after the newer grant has read the stock and before it writes. H is driven by hand
+# with the scripts themselves (lock/scripts/v7_acquire.lua on masters 1 and 2 while 3 is
+# down, its token from fence:{I}, its read; service/scripts/sale_write_fenced.lua): a
+# service cannot be held between its lease check and its write on cue. Master 1 then
+# restarts empty and master 3 comes back; A, a real instance, wins 1 and 3, takes the next
+# token and reads 10, and works; then H's write arrives. Nobody has written since A's
+# grant, so only the last token issued can refuse it; had it landed, A's write on its read
+# of 10 would land too: sold 2, stock 9.
+rcli set 'stock:{older}' 10 >/dev/null
+kill_master 1; kill_master 3
+start_master 1 || exit 1
+check_eq "the older token: H takes masters 1 and 2 by hand (3 is down)" "1 1" \
+    "$(m 1 --eval lock/scripts/v7_acquire.lua 'lock:{older}' , by-hand:1 10000) $(m 2 --eval lock/scripts/v7_acquire.lua 'lock:{older}' , by-hand:1 10000)"
+h_token=$(rcli incr 'fence:{older}')
+h_read=$(rcli get 'stock:{older}')
+kill_master 1
+start_master 1 && start_master 3 || exit 1
+BODY="$T_TMP/newer.json" sale "$A" older work_ms=1500 > "$T_TMP/newer.code" &
+ap=$!
+a_has_read() { [ "$(rcli get 'fence:{older}')" = $((h_token + 1)) ] && [ "$(rcli scard 'probe:{older}')" = 1 ]; }
+check "  master 1 restarts empty: A wins 1 and 3 too, takes token $((h_token + 1)) and reads" wait_until 5 "" a_has_read
+h_write=$(rcli --eval service/scripts/sale_write_fenced.lua 'stock:{older}' 'sold:{older}' 'orders:{older}' \
+          'written:{older}' 'fence:{older}' , "$h_read" 1 by-hand by-hand:1 "$h_token" 1 older '' h-older 2>&1)
+check_eq "  H's write arrives (stock read $h_read, token $h_token) while A works: refused" lease_lost "${h_write#ERR }"
+wait "$ap"
+check_eq "  A's sale: 200" 200 "$(cat "$T_TMP/newer.code")"
+check_eq "  nothing oversold: stock 9, sold 1, ledger 1" "9 1 1" "$(state older)"
 restarted aof kept 2>/dev/null
 check_eq "the same with appendfsync always: the key survives the restart, no second holder" "" "$OV"
 check_eq "  both sold in turn" "200 200" "$(cat "$T_TMP/h-kept") $(cat "$T_TMP/b-kept")"
