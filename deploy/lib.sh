@@ -47,11 +47,19 @@ metric_sum() {
     done | awk -v m="$1" '$1 == m { n += $2; seen = 1 } END { if (seen) print n }'
 }
 
+# json_field KEY [FILE...]: KEY of each JSON object in FILE (or on stdin), one line each: a
+# string as it is, any other value as JSON (a number, true, false, null); nothing for an
+# object without KEY.
+json_field() {
+    local k=$1; shift
+    jq -r --arg k "$k" 'select(has($k)) | .[$k]' "$@"
+}
+
 # rcli [-p PORT | -s SOCKET] ARG...: redis-cli to the stack's Redis (REDIS_HOST, default
 # 127.0.0.1, and REDIS_PORT), or to another server of the stack on PORT or on the unix
-# socket SOCKET. When REDIS_PASSWORD_FILE
-# names a file (stack.env does for a Redis deploy/up started), the password, its first
-# line, goes to redis-cli through REDISCLI_AUTH: never in argv.
+# socket SOCKET. When REDIS_PASSWORD_FILE names a file (stack.env does for a Redis
+# deploy/up started), the password, its first line, goes to redis-cli through
+# REDISCLI_AUTH: never in argv.
 rcli() {
     local to=(-h "${REDIS_HOST:-127.0.0.1}" -p "${REDIS_PORT:-6379}")
     case ${1:-} in

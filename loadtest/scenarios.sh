@@ -254,7 +254,8 @@ scenario_quorum_lost() {
             "http://127.0.0.1:$(port_of $(( i % 2 + 1 )))/inventory/sale?item=$ITEM") || code=000
         echo "$code" >> "$SCN_DIR/codes"
         ms=$(( ($(date +%s%N) - t0) / 1000000 )); [ "$ms" -gt "$slowest" ] && slowest=$ms
-        [ "$code" = 503 ] && grep -q '"lock_unavailable"' "$SCN_DIR/lost.json" && failed=$((failed+1))
+        [ "$code" = 503 ] && jq -e '.error == "lock_unavailable"' "$SCN_DIR/lost.json" >/dev/null 2>&1 &&
+            failed=$((failed+1))
     done
     restart_master 1 && restart_master 2
     for i in $(seq $n); do [ "$(sale "$(port_of $(( i % 2 + 1 )))")" = 200 ] && resumed=$((resumed+1)); done

@@ -87,7 +87,7 @@ t0=$(date +%s%N)
 code=$(curl -s -m 30 -o "$T_TMP/slow" -w '%{http_code}' "http://127.0.0.1:$Q/inventory/sale?item=slow")
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 check_eq "behind a 2 s holder, a sale with --wait-ms 400 answers 503" 503 "$code"
-check "  lock_timeout" grep -q '"lock_timeout"' "$T_TMP/slow"
+check "  lock_timeout" jq -e '.error == "lock_timeout"' "$T_TMP/slow"
 check "  within the wait limit plus a second ($ms ms), not after the holder" test "$ms" -lt 1400
 wait "$holder"
 check_eq "  the holder's sale went through" 49 "$(rcli get 'stock:{slow}')"
@@ -104,6 +104,6 @@ rcli set 'stock:{atom}' 3 >/dev/null
 rcli script flush >/dev/null
 code=$(curl -s -m 30 -o "$T_TMP/atom" -w '%{http_code}' "http://127.0.0.1:$A/inventory/sale?item=atom")
 check_eq "atomic: after SCRIPT FLUSH the pipeline loads the script again and sells" 200 "$code"
-check "  remaining 2" grep -q '"remaining":2' "$T_TMP/atom"
+check "  remaining 2" jq -e '.remaining == 2' "$T_TMP/atom"
 
 t_report

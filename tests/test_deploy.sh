@@ -47,9 +47,8 @@ check "status: everything runs" deploy/status --run-dir "$RUN"
 check "stock: sets 10" deploy/stock 10 --item dep --run-dir "$RUN"
 names="" codes=""
 for _ in 1 2 3 4 5 6; do
-    body=$(curl -s -w ' %{http_code}' "http://127.0.0.1:$NGINX_P/inventory/sale?item=dep")
-    codes="$codes ${body##* }"
-    names="$names $(echo "$body" | sed -n 's/.*"instance":"\([^"]*\)".*/\1/p')"
+    codes="$codes $(curl -s -o "$T_TMP/sale.json" -w '%{http_code}' "http://127.0.0.1:$NGINX_P/inventory/sale?item=dep")"
+    names="$names $(json_field instance "$T_TMP/sale.json")"
 done
 check_eq "six sales through nginx answer 200" " 200 200 200 200 200 200" "$codes"
 check_eq "both instances answer (round robin)" 2 "$(echo $names | tr ' ' '\n' | sort -u | wc -l)"
@@ -149,7 +148,7 @@ check "up --instances 0 --upstream: nginx in front of the other \"host's\" insta
         --redis "127.0.0.1:$REDIS_P" --upstream "127.0.0.1:$B" --redis-password-file "$RUN3/redis.pass"
 check "stock: on the Redis-only stack" deploy/stock 5 --item multi --run-dir "$RUN3"
 check_eq "a sale through nginx reaches the upstream instance" "hostb-$B" \
-    "$(curl -s "http://127.0.0.1:$NGINX_P/inventory/sale?item=multi" | sed -n 's/.*"instance":"\([^"]*\)".*/\1/p')"
+    "$(curl -s "http://127.0.0.1:$NGINX_P/inventory/sale?item=multi" | json_field instance)"
 deploy/down --run-dir "$RUN" --quiet; deploy/down --run-dir "$RUN2" --quiet
 check "the Redis of another stack is left running by down" env PW_FILE="$RUN3/redis.pass" bash -c ". deploy/lib.sh; REDIS_PORT=$REDIS_P REDIS_PASSWORD_FILE=\$PW_FILE rcli ping | grep -q PONG"
 deploy/down --run-dir "$RUN3" --quiet

@@ -18,8 +18,8 @@ leftovers() {
     done
     [ -z "$(ls "$1"/*.pid 2>/dev/null)" ] || echo "pid files"
 }
-# field KEY: a value of the JSON line in $json.
-field() { echo "$json" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
+# field KEY: a value of the JSON line in $json (json_field, deploy/lib.sh).
+field() { json_field "$1" <<<"$json"; }
 
 # lt NAME ARGS...: loadtest/run with its run directory kept under $T_TMP/NAME; sets json, rc.
 lt() {
@@ -56,8 +56,15 @@ check "v8: 200 answers <= sold" test "$(field ok)" -le 200
 check_eq "v8: nothing left running" "" "$(leftovers "$T_TMP/v8")"
 for k in lock instances scenario stock requests ok sold_out errors sold remaining oversold \
          rps p50_ms p99_ms ledger lock_timeouts overlaps; do
-    check "JSON line has \"$k\"" grep -q "\"$k\":" <<<"$json"
+    check "JSON line has \"$k\"" jq -e --arg k "$k" 'has($k)' <<<"$json"
 done
+check "JSON: strings, numbers and booleans where they belong; overlaps null without --faults" jq -e '
+    ([.lock, .scenario, .item, .observed] | all(type == "string"))
+    and ([.instances, .stock, .connections, .duration_s, .requests, .ok, .sold_out, .unavailable,
+          .errors, .sold, .remaining, .oversold, .ledger, .lock_timeouts, .foreign_deletes,
+          .rps, .p50_ms, .p99_ms, .sales_per_s, .sell_ms, .elapsed_ms] | all(type == "number"))
+    and ([.invariant_ok, .ledger_ok, .settled, .flaw] | all(type == "boolean"))
+    and .overlaps == null' <<<"$json"
 check_eq "JSON: lock and scenario" "v8 load" "$(field lock) $(field scenario)"
 check "JSON: p99_ms >= p50_ms > 0" awk -v a="$(field p50_ms)" -v b="$(field p99_ms)" \
     'BEGIN { exit !(a > 0 && b >= a) }'

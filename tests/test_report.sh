@@ -14,53 +14,50 @@ C_OVERSOLD=d62728 C_RPS=1f77b4 C_STOCK=2ca02c C_SOLD=ff7f0e C_MISS=ffd7d7
 # timeline STOCK STEP EXTRA: [t_ms, stock, sold] every 100 ms for 3 s; STEP sold per
 # sample; EXTRA sold beyond the stock (an oversell) spread over the second half.
 timeline() {
-    local stock=$1 step=$2 extra=$3 t sold left out=""
-    for t in $(seq 0 100 3000); do
-        sold=$(( t / 100 * step )); [ "$sold" -gt "$stock" ] && sold=$stock
-        [ "$t" -gt 1500 ] && sold=$(( sold + extra * (t - 1500) / 1500 ))
-        left=$(( stock - sold )); [ "$left" -lt 0 ] && left=0
-        out="$out${out:+, }[$t, $left, $sold]"
-    done
-    echo "[$out]"
+    jq -nc --argjson stock "$1" --argjson step "$2" --argjson extra "$3" '
+        [range(0; 3001; 100) as $t
+         | ([$t / 100 * $step, $stock] | min) as $sold
+         | (if $t > 1500 then $sold + ($extra * ($t - 1500) / 1500 | floor) else $sold end) as $sold
+         | [$t, ([$stock - $sold, 0] | max), $sold]]'
 }
 
 # row LOCK TECHNIQUE SCENARIO EXPECT SHOWN OBSERVED OVERSOLD OVERLAPS TIMEOUTS RPS [TIMELINE]
 row() {
-    printf '{"lock": "%s", "technique": "%s", "scenario": "%s", "expect": "%s", "shown": %s,
-      "observed": "%s", "oversold": %s, "overlaps": %s, "timeouts": %s, "foreign_deletes": 0,
-      "requests": 240, "ok": 60, "sold_out": 180, "errors": 0, "sold": 60, "remaining": 0,
-      "rps": %s, "p50_ms": 3.1, "p99_ms": 40.2%s}' "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" \
-      "${10}" "${11:+, \"timeline\": ${11}}"
+    jq -nc --arg lock "$1" --arg technique "$2" --arg scenario "$3" --arg expect "$4" \
+        --argjson shown "$5" --arg observed "$6" --argjson oversold "$7" --argjson overlaps "$8" \
+        --argjson timeouts "$9" --argjson rps "${10}" --argjson timeline "${11:-null}" '
+        {$lock, $technique, $scenario, $expect, $shown, $observed, $oversold, $overlaps,
+         $timeouts, foreign_deletes: 0, requests: 240, ok: 60, sold_out: 180, errors: 0,
+         sold: 60, remaining: 0, $rps, p50_ms: 3.1, p99_ms: 40.2}
+        + if $timeline then {$timeline} else {} end'
 }
 
 IN=$T_TMP/evolution.json
 OUT=$T_TMP/report.html
 {
-    echo '{"generated": "2026-11-23T10:00:00Z", "runs": 1, "rows": ['
-    row v1 "pthread mutex in the process" load safe true "sold 60 of 60, oversold 0" 0 0 0 1480.5; echo ,
-    row v2 "pthread mutex, two instances behind nginx" load flaw true "sold 97 of 60, oversold 37" 37 41 0 1622.0; echo ,
-    row v3 "SETNX lock id, spin with sleep; DEL" load safe true "sold 60 of 60" 0 0 0 905.3; echo ,
-    row v3 "SETNX lock id, spin with sleep; DEL" crash flaw true "holder killed; 118 sales timed out" 0 0 118 0; echo ,
-    row v4 "SET lock id NX PX ttl; DEL" load safe true "sold 60 of 60" 0 0 0 932.7; echo ,
-    row v4 "SET lock id NX PX ttl; DEL" crash safe true "holder killed; sales resumed after 500 ms" 0 0 0 0; echo ,
+    row v1 "pthread mutex in the process" load safe true "sold 60 of 60, oversold 0" 0 0 0 1480.5
+    row v2 "pthread mutex, two instances behind nginx" load flaw true "sold 97 of 60, oversold 37" 37 41 0 1622.0
+    row v3 "SETNX lock id, spin with sleep; DEL" load safe true "sold 60 of 60" 0 0 0 905.3
+    row v3 "SETNX lock id, spin with sleep; DEL" crash flaw true "holder killed; 118 sales timed out" 0 0 118 0
+    row v4 "SET lock id NX PX ttl; DEL" load safe true "sold 60 of 60" 0 0 0 932.7
+    row v4 "SET lock id NX PX ttl; DEL" crash safe true "holder killed; sales resumed after 500 ms" 0 0 0 0
     row v4 "SET lock id NX PX ttl; DEL" long-work flaw true \
-        "one sale worked 1500 ms with a 500 ms lease; overlaps 3" 12 3 0 0 "$(timeline 200 9 12)"; echo ,
-    row v5 "SET NX PX; GET, compare, then DEL (two commands)" load safe true "sold 60 of 60" 0 0 0 871.9; echo ,
+        "one sale worked 1500 ms with a 500 ms lease; overlaps 3" 12 3 0 0 "$(timeline 200 9 12)"
+    row v5 "SET NX PX; GET, compare, then DEL (two commands)" load safe true "sold 60 of 60" 0 0 0 871.9
     row v5 "SET NX PX; GET, compare, then DEL (two commands)" release-gap flaw false \
-        "the GET/DEL gap was not hit in 20 tries" 0 0 0 0; echo ,
-    row v6 "SET NX PX; Lua compare-and-delete" load safe true "sold 60 of 60" 0 0 0 910.2; echo ,
-    row v6 "SET NX PX; Lua compare-and-delete" nested flaw true "nested call waited on itself: 20 timeouts" 0 0 20 0; echo ,
-    row v7 "Lua hash {owner: count}, HINCRBY + PEXPIRE; Lua release" load safe true "sold 60 of 60" 0 0 0 845.0; echo ,
+        "the GET/DEL gap was not hit in 20 tries" 0 0 0 0
+    row v6 "SET NX PX; Lua compare-and-delete" load safe true "sold 60 of 60" 0 0 0 910.2
+    row v6 "SET NX PX; Lua compare-and-delete" nested flaw true "nested call waited on itself: 20 timeouts" 0 0 20 0
+    row v7 "Lua hash {owner: count}, HINCRBY + PEXPIRE; Lua release" load safe true "sold 60 of 60" 0 0 0 845.0
     row v7 "Lua hash {owner: count}, HINCRBY + PEXPIRE; Lua release" long-work flaw true \
-        "lease ran out mid-work; overlaps 2" 5 2 0 0 "$(timeline 200 8 5)"; echo ,
-    row v8 "v7 + watchdog renewal every ttl/3 while held" load safe true "sold 60 of 60" 0 0 0 830.4; echo ,
+        "lease ran out mid-work; overlaps 2" 5 2 0 0 "$(timeline 200 8 5)"
+    row v8 "v7 + watchdog renewal every ttl/3 while held" load safe true "sold 60 of 60" 0 0 0 830.4
     row v8 "v7 + watchdog renewal every ttl/3 while held" long-work safe true \
-        "lease renewed 9 times; overlaps 0" 0 0 0 0 "$(timeline 200 7 0)"; echo ,
-    row v8 "v7 + watchdog renewal every ttl/3 while held" pause flaw true "SIGSTOP 1500 ms: stale write, oversold 1" 1 1 0 0; echo ,
+        "lease renewed 9 times; overlaps 0" 0 0 0 0 "$(timeline 200 7 0)"
+    row v8 "v7 + watchdog renewal every ttl/3 while held" pause flaw true "SIGSTOP 1500 ms: stale write, oversold 1" 1 1 0 0
     row fenced "SET NX PX + token; write only if token > last" pause safe true \
         "stale write refused: token 41 < 42 ('fenced')" 0 0 0 0
-    echo ']}'
-} > "$IN"
+} | jq -s '{generated: "2026-11-23T10:00:00Z", runs: 1, rows: .}' > "$IN"
 
 # --- Usage and bad input ---
 check "--help prints usage" bash -c "'$REPORT' --help | grep -q '^usage: evolution-report'"

@@ -25,7 +25,9 @@ r_pings() { r ping 2>/dev/null | grep -q PONG; }
 # sale KEY [ITEM]: one sale through nginx with that Idempotency-Key; prints "CODE BODY".
 sale() { curl -s -m 10 -w '\n%{http_code}' -H "Idempotency-Key: $1" "$URL/inventory/sale?item=${2:-idem}" |
          awk '{ l[NR] = $0 } END { print l[NR], l[1] }'; }
-field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
+# field KEY: KEY of the JSON body in each line on stdin, a bare body or sale's "CODE BODY"
+# (json_field, deploy/lib.sh); nothing where the body has no KEY.
+field() { sed 's/^[0-9]\{3\} //' | json_field "$1"; }
 
 # --- duplicates at once, on both instances: one sale, one answer -------------------------
 for mode in "atomic" "v8" "v8 --combine 8"; do
@@ -44,7 +46,7 @@ for mode in "atomic" "v8" "v8 --combine 8"; do
            awk '$1 == "inventory_sales_total{result=\"ok\"}" && $2 > 0' | wc -l)"
     check_eq "$mode: sold 1, stock 9, one ledger entry" "1 9 1" \
         "$(r get 'sold:{idem}') $(r get 'stock:{idem}') $(r xlen 'orders:{idem}')"
-    check_eq "$mode: 19 answered as replays" 19 "$(cat "$T_TMP"/dup.* | grep -c '"replayed":true')"
+    check_eq "$mode: 19 answered as replays" 19 "$(cat "$T_TMP"/dup.* | field replayed | grep -cx true)"
     rm -f "$T_TMP"/dup.*
 done
 
@@ -131,7 +133,8 @@ check_eq "... only 200 and 503" "" "$(echo $codes | tr ' ' '\n' | grep -vE '^(20
 # Refused at connect (nothing sent): instance_unavailable; sent on a kept-alive connection
 # the instance had left: outcome_unknown. Either way JSON, with the key.
 check "... as JSON: instance_unavailable or outcome_unknown, with the key" \
-    grep -qE '^\{"ok":false,"error":"(instance_unavailable|outcome_unknown)".*"idempotency_key":"down-1"\}$' "$T_TMP/b503"
+    jq -e '.ok == false and (.error == "instance_unavailable" or .error == "outcome_unknown")
+           and .idempotency_key == "down-1"' "$T_TMP/b503"
 check "... with Retry-After" grep -qi '^retry-after: 1' "$T_TMP/h503"
 code=$(curl -s -o "$T_TMP/b" -w '%{http_code}' "$URL/inventory/sale?item=$(head -c 20000 /dev/zero | tr '\0' a)")
 check_eq "a 20 KB URL through nginx: 400 bad_request (JSON)" "400 bad_request" "$code $(field error < "$T_TMP/b")"
