@@ -1,13 +1,17 @@
 # scenarios.sh - The fault scenarios: each makes one version's flaw happen on demand.
 # Sourced by loadtest/run once the stack is up and the stock set. Every scenario:
 #   - drives sales with curl (exact choreography) and wrk (background load),
-#   - appends each HTTP status it got to "$SCN_DIR/codes" (wrk counts go to $SCN_DIR/wrk-*.json),
+#   - appends each HTTP status it got to "$SCN_DIR/codes" (wrk's JSON line goes to
+#     $SCN_DIR/wrk-NAME.out),
 #   - sets SCN_FLAW=1 when what Redis and the HTTP answers show is the flaw, 0 when not,
-#   - sets SCN_OBSERVED to one line saying what was seen.
+#   - sets SCN_OBSERVED to one line saying what was seen,
+#   - may set SCN_OVERSOLD: units answered 200 beyond the stock, counted from the answers
+#     (redis-crash: a Redis that lost part of its memory cannot tell).
 # The verdict never comes from a scenario's or a version's name: only from these numbers.
 #
-# Inputs (set by loadtest/run): ITEM, STOCK, NGINX_PORT, REDIS_HOST, REDIS_PORT,
-# INSTANCE_PORTS and INSTANCE_PIDS (space-separated, same order), TTL_MS, SCN_DIR.
+# Inputs (set by loadtest/run, most from stack.env): ITEM, STOCK, NGINX_PORT, REDIS_HOST,
+# REDIS_PORT, FSYNC, RUN_DIR, INSTANCE_PORTS and INSTANCE_PIDS (space-separated, same
+# order), TTL_MS, SCN_DIR.
 
 # Lease, wait and stock each scenario needs (the run's defaults otherwise). long-work and
 # pause start from a small stock, so that the stale write shows in the timeline as stock
@@ -71,6 +75,8 @@ bg_wait() {
 
 overlaps_now() { local o; o=$(rcli get "overlaps:{$ITEM}"); echo "${o:-0}"; }
 sold_now() { local s; s=$(rcli get "sold:{$ITEM}"); echo "${s:-0}"; }
+sold_at_least() { [ "$(sold_now)" -ge "$1" ]; }
+sold_out_now() { [ "$(rcli get "stock:{$ITEM}")" = 0 ]; }
 # oversold_now: sold - (STOCK - stock), from what Redis holds now.
 oversold_now() {
     set -- $(rcli mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
@@ -341,12 +347,14 @@ scenario_failover_wait() { scenario_failover; }
 # (now_ms is loadtest/run's.)
 
 # restart_redis: the data Redis again, from its files, as deploy/up started it (its pid
-# file updated); sets RESTORED_PTTL, the lock's PTTL as the files gave it back. It starts
+# file updated: once it listens on its port, its process title names it as deploy/down
+# expects); sets RESTORED_PTTL, the lock's PTTL as the files gave it back. It starts
 # on a private unix socket only: the sales inside the critical section when Redis died
 # never left the overlap probe (their SREM failed), and it is emptied before any sale
 # can reach Redis; then Redis listens on its port again (CONFIG SET port).
 restart_redis() {
-    local sock=$RUN_DIR/redis-restart.sock
+    local sock
+    sock=$(mktemp -u /tmp/redis-restart.XXXXXX.sock)    # a unix socket path is short
     redis_start "$REDIS_PORT" "$REDIS_HOST" "$FSYNC" "$RUN_DIR/redis" "$RUN_DIR/redis.log" \
         "$RUN_DIR/redis.pid" --port 0 --unixsocket "$sock" --unixsocketperm 700
     if wait_until 30 "$REDIS_STARTED_PID" redis_pings -s "$sock" &&
@@ -361,19 +369,26 @@ restart_redis() {
 # crash_sale: one sale through nginx, recorded like wrk's; true when Redis answered it
 # (200 or 409).
 crash_sale() {
-    local code
+    local code body
+    rm -f "$SCN_DIR/probe.h" "$SCN_DIR/probe.json"
     code=$(curl -s -D "$SCN_DIR/probe.h" -o "$SCN_DIR/probe.json" -m 10 -w '%{http_code}' \
         "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$ITEM") || code=000
-    echo "$code $(jq -r '.error // "-"' "$SCN_DIR/probe.json" 2>/dev/null || echo -)" \
-         "$(jq -r '.request_id // "-"' "$SCN_DIR/probe.json" 2>/dev/null || echo -)" \
-         "$(grep -qi '^retry-after:' "$SCN_DIR/probe.h" && echo 1 || echo 0)" >> "$SCN_DIR/answers-curl"
+    body=$(jq -r '"\(.error // "-") \(.request_id // "-")"' "$SCN_DIR/probe.json" 2>/dev/null) || body="- -"
+    echo "$code $body $(grep -qi '^retry-after:' "$SCN_DIR/probe.h" 2>/dev/null && echo 1 || echo 0)" \
+        >> "$SCN_DIR/answers-curl"
+    echo "$code" >> "$SCN_DIR/codes"
     [ "$code" = 200 ] || [ "$code" = 409 ]
+}
+# snapshot_done: the BGSAVE asked for has finished, and written its file.
+snapshot_done() {
+    local info; info=$(rcli info persistence) || return 1
+    grep -q '^rdb_bgsave_in_progress:0' <<<"$info" && grep -q '^rdb_last_bgsave_status:ok' <<<"$info"
 }
 # crash_abort WHY: the scenario cannot go on: its load and sampler stop; fails.
 crash_abort() { kill "$LOAD_PID" 2>/dev/null; bg_wait; sampler_stop; SCN_OBSERVED=$1; return 1; }
 scenario_redis_crash() {
     local rec=$SCN_DIR/answers- t_kill t_start t_up t_ok=-1 snap_sold=0 kill_at pttl
-    local acked lost landed oversold bad remaining by_status gone
+    local acked lost landed oversold bad remaining by_status gone sold_out=1 answered
     : > "$SCN_DIR/answers-curl"
     sampler_start
     load_bg "$NGINX_PORT" 16 120 "work_ms=4" crash "$rec"
@@ -381,7 +396,7 @@ scenario_redis_crash() {
         wait_until 60 "$LOAD_PID" sold_at_least $(( STOCK / 6 )) ||
             { crash_abort "the load did not sell a sixth of the stock"; return 1; }
         snap_sold=$(sold_now)
-        rcli bgsave >/dev/null
+        rcli bgsave | grep -q 'Background saving started' || { crash_abort "BGSAVE refused"; return 1; }
         wait_until 30 "" snapshot_done || { crash_abort "BGSAVE did not finish"; return 1; }
     fi
     # The kill: a third of the stock sold, and (after a snapshot) 50 sales it does not have.
@@ -399,12 +414,16 @@ scenario_redis_crash() {
     # Recovery: the first sale through nginx that Redis answers (wrk's go on meanwhile).
     wait_until 30 "" crash_sale && t_ok=$(now_ms)
     # The rest of the stock sells; then a moment of 409s; then wrk stops (SIGINT: its summary).
-    wait_until 60 "$LOAD_PID" sold_out_now
+    wait_until 60 "$LOAD_PID" sold_out_now || sold_out=0
     sleep 0.3
     kill -INT "$LOAD_PID" 2>/dev/null
     bg_wait
     sampler_stop
     cat "$rec"* > "$SCN_DIR/answers"
+    # The record is whole: wrk's one summary counts as many answers as its thread wrote.
+    answered=$(grep -h '^{' "$SCN_DIR/wrk-crash.out" | jq -s 'if length == 1 then .[0].requests else -1 end')
+    [ "$answered" = "$(wc -l < "${rec}1")" ] && [ "$answered" -gt 0 ] ||
+        { SCN_OBSERVED="wrk's summary ($answered answers) and its record ($(wc -l < "${rec}1") lines) disagree"; return 1; }
     # What the clients were told, and what the ledger holds.
     awk '$1 == 200 && $3 != "-" { print $3 }' "$SCN_DIR/answers" | sort > "$SCN_DIR/acked"
     rcli xrange "orders:{$ITEM}" - + | awk 'p { print; p = 0 } $0 == "request" { p = 1 }' |
@@ -423,13 +442,19 @@ scenario_redis_crash() {
     by_status=$(awk '{ n[$1 ($1 == 503 ? " " $2 : "")]++ }
         END { for (k in n) printf "%s x %d\n", k, n[k] }' "$SCN_DIR/answers" | sort | paste -sd, - | sed 's/,/, /g')
     SCN_OVERSOLD=$oversold
+    # Flaw: what the clients were promised is not what Redis holds, Redis's own books do
+    # not add up, or a client got a wrong answer, none, or no sale after the restart.
     SCN_FLAW=0
-    [ "$lost" = 0 ] && [ "$oversold" = 0 ] && [ "$bad" = 0 ] && [ "$gone" = 0 ] && [ "$t_ok" -ge 0 ] ||
-        SCN_FLAW=1
-    SCN_OBSERVED="Redis (fsync $FSYNC$([ "$FSYNC" != off ] || echo ", a snapshot at about $snap_sold sold")) killed -9 at $kill_at+ sold, restarted $(( t_start - t_kill )) ms later, up in $(( t_up - t_start )) ms with the lock $([ "$pttl" -ge 0 ] 2>/dev/null && echo "back (PTTL $pttl ms)" || echo "free"), first sale $([ "$t_ok" -ge 0 ] && echo "$(( t_ok - t_start )) ms after the restart" || echo "never"); $acked answered 200 from a stock of $STOCK: $lost acknowledged sales lost, oversold $oversold, $landed sales landed without a 200; answers: $by_status; $bad other answers, $gone without one"
+    [ "$lost" = 0 ] && [ "$oversold" = 0 ] && [ "$(oversold_now)" = 0 ] && [ "$bad" = 0 ] &&
+        [ "$gone" = 0 ] && [ "$t_ok" -ge 0 ] || SCN_FLAW=1
+    SCN_OBSERVED="Redis (fsync $FSYNC$([ "$FSYNC" != off ] || echo ", a snapshot at about $snap_sold sold"))"
+    SCN_OBSERVED="$SCN_OBSERVED killed -9 at $kill_at+ sold, restarted $(( t_start - t_kill )) ms later,"
+    SCN_OBSERVED="$SCN_OBSERVED up in $(( t_up - t_start )) ms with the lock"
+    SCN_OBSERVED="$SCN_OBSERVED $([ "$pttl" -ge 0 ] 2>/dev/null && echo "back (PTTL $pttl ms)" || echo free),"
+    SCN_OBSERVED="$SCN_OBSERVED first sale $([ "$t_ok" -ge 0 ] && echo "$(( t_ok - t_start )) ms after the restart" || echo never);"
+    SCN_OBSERVED="$SCN_OBSERVED $acked answered 200 from a stock of $STOCK$([ "$sold_out" = 1 ] || echo " (not sold out)"):"
+    SCN_OBSERVED="$SCN_OBSERVED $lost acknowledged sales lost, oversold $oversold, $landed sales landed without a 200;"
+    SCN_OBSERVED="$SCN_OBSERVED answers: $by_status; $bad other answers, $gone without one"
 }
 scenario_redis_crash_everysec() { scenario_redis_crash; }
 scenario_redis_crash_snapshot() { scenario_redis_crash; }
-sold_at_least() { [ "$(sold_now)" -ge "$1" ]; }
-sold_out_now() { [ "$(rcli get "stock:{$ITEM}")" = 0 ]; }
-snapshot_done() { rcli info persistence | grep -q '^rdb_bgsave_in_progress:0'; }

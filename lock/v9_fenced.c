@@ -10,8 +10,8 @@ static struct lock_script fenced_acquire = { "v9_acquire", lua_v9_acquire, "", 0
 /* One try of lock/scripts/v9_acquire.lua: v7's hash, and a first grant also takes the
  * next token from fence:{I} (INCR, in the same script: no grant without a token, no
  * token twice). The grant carries it; the sale's write (service/scripts/
- * sale_write_fenced.lua) refuses any token older than the last one that wrote, or than
- * the last one issued. */
+ * sale_write_fenced.lua) refuses a (token, batch) not strictly after the last writer's,
+ * and a token older than the last one issued. */
 static int v9_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
                           struct lock_error *err)
 {
