@@ -33,12 +33,13 @@ FINAL_LDFLAGS += -fsanitize=$(SANITIZER)
 endif
 FINAL_LIBS := $(PKG_LIBS) -pthread $(LDLIBS)
 
-LOCK_SRC    := $(wildcard lock/*.c)
+LOCK_SRC    := $(wildcard lock/*.c lock/redis/*.c)
 SERVICE_SRC := $(wildcard service/*.c)
 LUA_SRC     := $(wildcard lock/scripts/*.lua service/scripts/*.lua)
 LOCK_OBJ    := $(LOCK_SRC:%.c=build/%.o)
 SERVICE_OBJ := $(SERVICE_SRC:%.c=build/%.o)
-HEADERS     := $(wildcard lock/*.h service/*.h loadtest/*.h tests/*.h) build/lua_scripts.h
+HEADERS     := $(wildcard lock/*.h lock/redis/*.h service/*.h loadtest/*.h tests/*.h) \
+               build/lua_scripts.h build/script_args.h
 
 .PHONY: all test demo bench fuzz model deps install clean
 all: build/inventory-service build/test_lock $(if $(wildcard loadtest/report.c),build/evolution-report)
@@ -49,16 +50,12 @@ build/.flags: FORCE
 	@echo '$(CC) $(FINAL_CFLAGS) $(FINAL_LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(FINAL_CFLAGS) $(FINAL_LDFLAGS)' > $@
 FORCE:
 
-# Every lock/scripts/NAME.lua and service/scripts/NAME.lua becomes `lua_NAME`, a C string.
-build/lua_scripts.h: $(LUA_SRC) Makefile
-	@mkdir -p build
-	@{ echo '/* lua_scripts.h - generated from lock/scripts and service/scripts; do not edit */'; \
-	  for f in $(LUA_SRC); do \
-	    n=$$(basename $$f .lua); \
-	    echo "static const char lua_$$n[] ="; \
-	    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $$f; \
-	    echo '    ;'; \
-	  done; } > $@.tmp && mv $@.tmp $@
+# Every lock/scripts/NAME.lua and service/scripts/NAME.lua becomes `lua_NAME`, a struct
+# rd_script with its SHA1, and its KEYS and ARGV get names in C (lock/scripts/embed says
+# how); build/scripts/NAME.lua is each script whole, its included prelude in place.
+build/lua_scripts.h: $(LUA_SRC) lock/scripts/embed Makefile
+	@lock/scripts/embed build $(LUA_SRC)
+build/script_args.h: build/lua_scripts.h
 
 build/%.o: %.c $(HEADERS) build/.flags
 	@mkdir -p $(dir $@)

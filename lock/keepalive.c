@@ -19,7 +19,8 @@ struct lease {
     struct lease *next;
 };
 
-/* Started by init, stopped by destroy. Its thread has its own connection (lock_redis). */
+/* Started by init, stopped by destroy. Its thread has its own connection (the Redis
+ * layer keeps one per thread). */
 struct watchdog {
     struct lock_client *lc;
     pthread_t thread;
@@ -63,9 +64,8 @@ static void renew_one(struct watchdog *w, struct lease *lease)
         if (!atomic_exchange(&lease->lost, 1))
             atomic_fetch_add(&lc->lost_leases, 1);
     } else {
-        /* Redis did not answer: the lease is good only until its time runs out. */
-        if (err.io)
-            lock_redis_drop(lc);
+        /* Redis did not answer (the layer dropped a broken connection): the lease is
+         * good only until its time runs out. */
         if (lock_now_ms() >= atomic_load(&lease->valid_until_ms))
             atomic_store(&lease->lost, 1);
     }
@@ -110,7 +110,7 @@ int lock_keepalive_init(struct lock_client *lc, struct lock_error *err)
     struct watchdog *w = calloc(1, sizeof(*w));
 
     if (w == NULL)
-        return lock_fail(err, NULL, "out of memory");
+        return lock_fail(err, LOCK_E_NOMEM, "out of memory");
     w->lc = lc;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
@@ -118,7 +118,7 @@ int lock_keepalive_init(struct lock_client *lc, struct lock_error *err)
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
         free(w);
-        return lock_fail(err, NULL, "cannot start the watchdog thread");
+        return lock_fail(err, LOCK_E_NOMEM, "cannot start the watchdog thread");
     }
     lc->keepalive_state = w;
     return LOCK_OK;

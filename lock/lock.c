@@ -1,11 +1,9 @@
 /* lock.c - The registry of versions, the client, acquire and release around the store. */
 #include "lock/internal.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 extern const struct lock_ops lock_v1, lock_v2, lock_v3, lock_v4, lock_v5, lock_v6, lock_v7,
     lock_v8, lock_v9, lock_v10, lock_none;
@@ -52,48 +50,6 @@ enum lock_wait lock_wait_parse(const char *name)
     return LOCK_WAIT_DEFAULT;
 }
 
-long long lock_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-struct timespec lock_realtime_in(long ms)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
-void lock_sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    while (ms > 0 && nanosleep(&ts, &ts) == -1 && errno == EINTR)
-        ;
-}
-
-int lock_fail(struct lock_error *err, redisContext *c, const char *what)
-{
-    if (err == NULL)
-        return LOCK_ERROR;
-    if (c && c->err) {
-        err->io = 1;
-        snprintf(err->msg, sizeof(err->msg), "%.40s: %.80s", what, c->errstr);
-    } else {
-        err->io = 0;
-        snprintf(err->msg, sizeof(err->msg), "%s", what);
-    }
-    return LOCK_ERROR;
-}
-
 /* Which wait the client uses: the config's, if the store can wait that way. */
 static int resolve_wait(const struct lock_ops *ops, enum lock_wait asked, enum lock_wait *out,
                         struct lock_error *err)
@@ -103,10 +59,8 @@ static int resolve_wait(const struct lock_ops *ops, enum lock_wait asked, enum l
         return LOCK_OK;
     }
     if (!ops->remote || asked == LOCK_WAIT_LOCAL) {
-        snprintf(err->msg, sizeof(err->msg), "%s waits only by %s, not by %s", ops->name,
-                 lock_wait_name(ops->wait), lock_wait_name(asked));
-        err->io = 0;
-        return LOCK_ERROR;
+        return lock_fail(err, LOCK_E_USAGE, "%s waits only by %s, not by %s", ops->name,
+                         lock_wait_name(ops->wait), lock_wait_name(asked));
     }
     *out = asked;
     return LOCK_OK;
@@ -115,17 +69,54 @@ static int resolve_wait(const struct lock_ops *ops, enum lock_wait asked, enum l
 /* Frees the strings lock_client_create copied; the password's bytes are wiped first. */
 static void config_free(struct lock_config *cfg)
 {
-    if (cfg->redis_password) {
-        volatile char *p = (volatile char *)cfg->redis_password;
-        while (*p)
-            *p++ = '\0';
-    }
-    free((char *)cfg->redis_host);
+    if (cfg->redis_password)
+        explicit_bzero((char *)cfg->redis_password, strlen(cfg->redis_password));
     free((char *)cfg->instance_id);
     free((char *)cfg->lock_masters);
-    free((char *)cfg->redis_standby);
     free((char *)cfg->redis_user);
     free((char *)cfg->redis_password);
+}
+
+/* A copy of cfg with its strings duplicated and its defaults filled in; LOCK_OK, or
+ * LOCK_ERROR (out of memory: what was copied is freed by config_free). */
+static int config_copy(struct lock_config *to, const struct lock_config *cfg,
+                       struct lock_error *err)
+{
+    *to = *cfg;
+    to->instance_id = strdup(cfg->instance_id ? cfg->instance_id : "instance");
+    to->lock_masters = cfg->lock_masters ? strdup(cfg->lock_masters) : NULL;
+    to->redis_user = cfg->redis_user ? strdup(cfg->redis_user) : NULL;
+    to->redis_password = cfg->redis_password ? strdup(cfg->redis_password) : NULL;
+    if (to->ttl_ms <= 0)
+        to->ttl_ms = 30000;
+    if (to->retry_ms <= 0)
+        to->retry_ms = 10;
+    if (to->instance_id == NULL || (cfg->lock_masters && !to->lock_masters) ||
+        (cfg->redis_user && !to->redis_user) || (cfg->redis_password && !to->redis_password))
+        return lock_fail(err, LOCK_E_NOMEM, "out of memory");
+    return LOCK_OK;
+}
+
+/* Starts the store, the wait policy and the keep-alive, in that order; on a failure
+ * stops what it started. */
+static int parts_start(struct lock_client *lc, struct lock_error *err)
+{
+    const struct lock_ops *ops = lc->ops;
+
+    if (ops->init && ops->init(lc, err) != LOCK_OK)
+        return LOCK_ERROR;
+    if (lock_wait_init(lc, err) != LOCK_OK)
+        goto out_store;
+    if (ops->keepalive && lock_keepalive_init(lc, err) != LOCK_OK)
+        goto out_wait;
+    return LOCK_OK;
+
+out_wait:
+    lock_wait_destroy(lc);
+out_store:
+    if (ops->destroy)
+        ops->destroy(lc);
+    return LOCK_ERROR;
 }
 
 /* Creates the client; the caller frees it with lock_client_destroy(). */
@@ -133,54 +124,29 @@ struct lock_client *lock_client_create(const struct lock_ops *ops, const struct 
                                        struct lock_error *err)
 {
     struct lock_client *lc = calloc(1, sizeof(*lc));
-    int redis_up = 0, store_up = 0, wait_up = 0;
 
     if (lc == NULL) {
-        lock_fail(err, NULL, "out of memory");
+        lock_fail(err, LOCK_E_NOMEM, "out of memory");
         return NULL;
     }
     lc->ops = ops;
-    lc->cfg = *cfg;
-    lc->cfg.redis_host = strdup(cfg->redis_host ? cfg->redis_host : "127.0.0.1");
-    lc->cfg.instance_id = strdup(cfg->instance_id ? cfg->instance_id : "instance");
-    lc->cfg.lock_masters = cfg->lock_masters ? strdup(cfg->lock_masters) : NULL;
-    lc->cfg.redis_standby = cfg->redis_standby ? strdup(cfg->redis_standby) : NULL;
-    lc->cfg.redis_user = cfg->redis_user ? strdup(cfg->redis_user) : NULL;
-    lc->cfg.redis_password = cfg->redis_password ? strdup(cfg->redis_password) : NULL;
-    if (lc->cfg.ttl_ms <= 0)
-        lc->cfg.ttl_ms = 30000;
-    if (lc->cfg.retry_ms <= 0)
-        lc->cfg.retry_ms = 10;
-    if (lc->cfg.redis_host == NULL || lc->cfg.instance_id == NULL) {
-        lock_fail(err, NULL, "out of memory");
+    lc->redis = cfg->redis;
+    if (config_copy(&lc->cfg, cfg, err) != LOCK_OK)
+        goto out_free;
+    if (ops->remote && lc->redis == NULL) {
+        lock_fail(err, LOCK_E_USAGE, "%s keeps its lock in Redis: lock_config.redis is needed", ops->name);
         goto out_free;
     }
     if (resolve_wait(ops, cfg->wait, &lc->cfg.wait, err) != LOCK_OK)
         goto out_free;
     if (ops->keepalive && ops->renew == NULL) {
-        lock_fail(err, NULL, "a keep-alive needs a store that renews");
+        lock_fail(err, LOCK_E_USAGE, "a keep-alive needs a store that renews");
         goto out_free;
     }
-    if (lock_redis_init(lc, err) != LOCK_OK)
-        goto out_free;
-    redis_up = 1;
-    if (ops->init && ops->init(lc, err) != LOCK_OK)
-        goto out_free;
-    store_up = 1;
-    if (lock_wait_init(lc, err) != LOCK_OK)
-        goto out_free;
-    wait_up = 1;
-    if (ops->keepalive && lock_keepalive_init(lc, err) != LOCK_OK)
-        goto out_free;
-    return lc;
+    if (parts_start(lc, err) == LOCK_OK)
+        return lc;
 
 out_free:
-    if (wait_up)
-        lock_wait_destroy(lc);
-    if (store_up && ops->destroy)
-        ops->destroy(lc);
-    if (redis_up)
-        lock_redis_destroy(lc);
     config_free(&lc->cfg);
     free(lc);
     return NULL;
@@ -195,7 +161,6 @@ void lock_client_destroy(struct lock_client *lc)
     lock_wait_destroy(lc);
     if (lc->ops->destroy)
         lc->ops->destroy(lc);
-    lock_redis_destroy(lc);
     config_free(&lc->cfg);
     free(lc);
 }
@@ -218,64 +183,82 @@ static void owner_id(const struct lock_client *lc, char *owner, size_t size)
 static int replicated(struct lock_client *lc, struct lock_error *err)
 {
     long timeout = lc->cfg.ttl_ms / 10 < 1 ? 1 : lc->cfg.ttl_ms / 10 > 4000 ? 4000 : lc->cfg.ttl_ms / 10;
-    redisReply *r = lock_command(lc, LOCK_R_INTEGER, err, "WAIT %d %ld", lc->cfg.replicas, timeout);
+    struct rd_reply *r = lock_command(lc, NULL, RD_T(RD_INTEGER), err, "WAIT %d %ld",
+                                      lc->cfg.replicas, timeout);
     long long acked;
 
     if (r == NULL)
         return LOCK_ERROR;
     acked = r->integer;
-    freeReplyObject(r);
+    rd_reply_free(r);
     if (acked >= lc->cfg.replicas)
         return LOCK_OK;
-    snprintf(err->msg, sizeof(err->msg), "the grant reached %lld of %d replicas in %ld ms",
-             acked, lc->cfg.replicas, timeout);
-    err->io = 0;
+    lock_fail(err, LOCK_E_NOREPLICAS, "the grant reached %lld of %d replicas in %ld ms", acked,
+              lc->cfg.replicas, timeout);
     return LOCK_UNAVAILABLE;
 }
 
-/* The store's release, with the writes riding before it and the waiters' notification
- * after it (notify); the store's status. */
-static int give_back(struct lock_client *lc, struct lock_grant *g, struct lock_rider *rider,
-                     struct lock_error *err)
+/* The store's release, with writes before it and the waiters' notification after it
+ * (notify); the store's status. */
+static int give_back(struct lock_client *lc, struct lock_grant *g, struct rd_batch *writes,
+                     const struct lock_pause *pause, struct lock_error *err)
 {
-    struct lock_rider notice = { 0 };
+    struct rd_batch notice = { 0 };
+    struct lock_trip trip = { .before = writes, .after = &notice, .pause = pause };
     int st;
 
     lock_wait_releasing(lc, g, &notice);
-    lock_riders_set(lc, rider, notice.n ? &notice : NULL);
-    st = lc->ops->release(lc, g, err);
-    lock_riders_set(lc, NULL, NULL);
-    lock_rider_reset(&notice);
+    st = lc->ops->release(lc, g, &trip, err);
+    rd_batch_reset(&notice);
+    return st;
+}
+
+/* The item's names into g: its key, and the calling thread's owner id. */
+static int grant_init(struct lock_client *lc, const char *item, struct lock_grant *g,
+                      struct lock_error *err)
+{
+    size_t n = item ? strlen(item) : 0;
+
+    memset(g, 0, sizeof(*g));
+    if (n == 0 || n > LOCK_ITEM_MAX)
+        return lock_fail(err, LOCK_E_USAGE, "an item is 1 to 64 characters");
+    memcpy(g->item, item, n + 1);
+    snprintf(g->key, sizeof(g->key), "lock:{%s}", item);
+    owner_id(lc, g->owner, sizeof(g->owner));
+    return LOCK_OK;
+}
+
+/* Granted: what must hold before the grant counts (the read got through, for a lock in
+ * the process; the replicas have it). Else it is given back (telling the waiters, as a
+ * release does) and the status says why. */
+static int grant_confirm(struct lock_client *lc, struct lock_grant *g, struct rd_batch *read,
+                         struct lock_error *err)
+{
+    struct lock_trip alone = { .after = read };
+    int st = LOCK_OK;
+
+    if (!lc->ops->remote)
+        st = lock_trip_send(lc, &alone, err);   /* no command to ride with */
+    if (st == LOCK_OK && g->depth == 1 && lc->cfg.replicas > 0)
+        st = replicated(lc, err);
+    if (st != LOCK_OK) {
+        give_back(lc, g, NULL, NULL, &(struct lock_error){ 0 });
+        lock_wait_released(lc, g);
+    }
     return st;
 }
 
 int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct lock_grant *g,
-                 struct lock_rider *rider, struct lock_error *err)
+                 struct rd_batch *read, struct lock_error *err)
 {
     long long start = lock_now_ms();
-    size_t n = item ? strlen(item) : 0;
-    int st, granted;
+    int st = grant_init(lc, item, g, err);
 
-    memset(g, 0, sizeof(*g));
-    if (n == 0 || n > LOCK_ITEM_MAX)
-        return lock_fail(err, NULL, "an item is 1 to 64 characters");
-    memcpy(g->item, item, n + 1);
-    snprintf(g->key, sizeof(g->key), "lock:{%s}", item);
-    owner_id(lc, g->owner, sizeof(g->owner));
-
-    st = lock_wait_acquire(lc, g, wait_ms, rider, err);
-    granted = st == LOCK_OK;
-    if (granted && lock_riders_flush(lc, err) != LOCK_OK)
-        st = LOCK_ERROR;      /* the read did not get through */
-    else if (granted && g->depth == 1 && lc->cfg.replicas > 0)
-        st = replicated(lc, err);
-    if (granted && st != LOCK_OK) {
-        /* Granted, but not usable: give the lock back (telling the waiters, as a release
-         * does), report why. */
-        give_back(lc, g, NULL, &(struct lock_error){ 0 });
-        lock_wait_released(lc, g);
-    }
-    lock_riders_set(lc, NULL, NULL);
+    if (st != LOCK_OK)
+        return st;
+    st = lock_wait_acquire(lc, g, wait_ms, read, err);
+    if (st == LOCK_OK)
+        st = grant_confirm(lc, g, read, err);
     g->waited_ms = lock_now_ms() - start;
     if (st == LOCK_OK) {
         if (lc->ops->keepalive)
@@ -287,18 +270,18 @@ int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct 
     return st;
 }
 
-int lock_release(struct lock_client *lc, struct lock_grant *g, struct lock_rider *rider,
-                 struct lock_error *err)
+int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *writes,
+                 const struct lock_pause *pause, struct lock_error *err)
 {
+    struct lock_trip ahead = { .before = writes };
     int st = LOCK_OK, released, lost = 0;
 
     /* A lock kept in the process has no command to ride with: the writes go first. */
-    lock_riders_set(lc, rider, NULL);
     if (!lc->ops->remote) {
-        st = lock_riders_flush(lc, err);
-        rider = NULL;
+        st = lock_trip_send(lc, &ahead, err);
+        writes = NULL;
     }
-    released = give_back(lc, g, rider, st == LOCK_OK ? err : &(struct lock_error){ 0 });
+    released = give_back(lc, g, writes, pause, st == LOCK_OK ? err : &(struct lock_error){ 0 });
     if (st == LOCK_OK)
         st = released;
     if (lc->ops->keepalive)

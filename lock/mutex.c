@@ -27,7 +27,7 @@ int lock_mutex_init(struct lock_client *lc, struct lock_error *err)
 {
     struct mutex_table *t = calloc(1, sizeof(*t));
     if (t == NULL)
-        return lock_fail(err, NULL, "out of memory");
+        return lock_fail(err, LOCK_E_NOMEM, "out of memory");
     pthread_mutex_init(&t->table_mu, NULL);
     lc->store_state = t;
     return LOCK_OK;
@@ -70,30 +70,32 @@ out_unlock:
 
 /* Blocks up to wait_ms on the key's mutex (its wait policy is LOCK_WAIT_LOCAL). */
 int lock_mutex_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                           struct lock_error *err)
+                           struct lock_trip *trip, struct lock_error *err)
 {
     pthread_mutex_t *mu = mutex_for(lc->store_state, g->key);
     struct timespec until;
     int rc;
 
+    (void)trip;   /* nothing goes to Redis: lock_acquire sends the read after the grant */
     if (mu == NULL)
-        return lock_fail(err, NULL, "too many distinct items for the local mutex table");
+        return lock_fail(err, LOCK_E_NOMEM, "too many distinct items for the local mutex table");
     until = lock_realtime_in(wait_ms);
     rc = pthread_mutex_timedlock(mu, &until);
     if (rc == ETIMEDOUT || rc == EDEADLK)
         return LOCK_TIMEOUT;
     if (rc != 0)
-        return lock_fail(err, NULL, strerror(rc));
+        return lock_fail(err, LOCK_E_USAGE, "%s", strerror(rc));
     g->acquired_ms = lock_now_ms();
     g->priv = mu;
     g->depth = 1;
     return LOCK_OK;
 }
 
-int lock_mutex_release(struct lock_client *lc, struct lock_grant *g, struct lock_error *err)
+int lock_mutex_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
+                       struct lock_error *err)
 {
     (void)err;
-    lock_release_gap(lc, g);
+    lock_pause_here(lc, trip);
     pthread_mutex_unlock(g->priv);
     g->priv = NULL;
     return LOCK_OK;

@@ -2,17 +2,18 @@
 #include "lock/internal.h"
 
 static int none_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                            struct lock_error *err)
+                            struct lock_trip *trip, struct lock_error *err)
 {
-    (void)lc, (void)wait_ms, (void)err;
+    (void)lc, (void)wait_ms, (void)trip, (void)err;
     g->depth = 1;
     return LOCK_OK;
 }
 
-static int none_release(struct lock_client *lc, struct lock_grant *g, struct lock_error *err)
+static int none_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
+                        struct lock_error *err)
 {
-    (void)err;
-    lock_release_gap(lc, g);
+    (void)g, (void)err;
+    lock_pause_here(lc, trip);
     return LOCK_OK;
 }
 

@@ -8,33 +8,34 @@
 
 /* v3, v4: deletes the key, whoever holds it now: LOCK_OK when a key was deleted,
  * LOCK_NOT_OWNER when there was none. */
-int lock_del_release(struct lock_client *lc, struct lock_grant *g, struct lock_error *err)
+int lock_del_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
+                     struct lock_error *err)
 {
-    redisReply *r;
+    struct rd_reply *r;
     int st;
 
-    lock_release_gap(lc, g);
-    r = lock_command(lc, LOCK_R_INTEGER, err, "DEL %s", g->key);
+    lock_pause_here(lc, trip);
+    r = lock_command(lc, trip, RD_T(RD_INTEGER), err, "DEL %s", g->key);
     if (r == NULL)
         return LOCK_ERROR;
     st = r->integer == 1 ? LOCK_OK : LOCK_NOT_OWNER;
-    freeReplyObject(r);
+    rd_reply_free(r);
     return st;
 }
 
 /* v4, v5, v6: one try of SET key owner NX PX ttl: the lock and its lease in one command. */
 int lock_set_nx_px_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                               struct lock_error *err)
+                               struct lock_trip *trip, struct lock_error *err)
 {
-    redisReply *r = lock_command(lc, LOCK_R_STATUS | LOCK_R_NIL, err, "SET %s %s NX PX %ld",
-                                 g->key, g->owner, lc->cfg.ttl_ms);
+    struct rd_reply *r = lock_command(lc, trip, RD_T(RD_STATUS) | RD_T(RD_NIL), err,
+                                      "SET %s %s NX PX %ld", g->key, g->owner, lc->cfg.ttl_ms);
     int st;
 
     (void)wait_ms;
     if (r == NULL)
         return LOCK_ERROR;
-    st = r->type == REDIS_REPLY_STATUS ? LOCK_OK : LOCK_TIMEOUT;
-    freeReplyObject(r);
+    st = r->type == RD_STATUS ? LOCK_OK : LOCK_TIMEOUT;
+    rd_reply_free(r);
     if (st == LOCK_OK) {
         /* Counted from before the command was sent: never later than Redis's own clock. */
         g->valid_until_ms = g->acquired_ms + lc->cfg.ttl_ms;
@@ -43,24 +44,20 @@ int lock_set_nx_px_try_acquire(struct lock_client *lc, struct lock_grant *g, lon
     return st;
 }
 
-static struct lock_script hash_acquire = { "v7_acquire", lua_v7_acquire, "", 0 };
-static struct lock_script hash_release = { "v7_release", lua_v7_release, "", 0 };
-static struct lock_script hash_renew = { "v8_renew", lua_v8_renew, "", 0 };
-
 /* v7, v8: one try: granted when the key is free or already ours (then the count goes
  * up). Every grant, nested ones too, resets the lease to a full TTL. A refusal says how
  * long the holder's lease has left. */
 int lock_hash_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                          struct lock_error *err)
+                          struct lock_trip *trip, struct lock_error *err)
 {
     char ttl[32];
     const char *argv[] = { g->key, g->owner, ttl };
-    redisReply *r;
+    struct rd_reply *r;
     int st;
 
     (void)wait_ms;
     snprintf(ttl, sizeof(ttl), "%ld", lc->cfg.ttl_ms);
-    r = lock_eval(lc, &hash_acquire, LOCK_R_INTEGER, 1, 2, argv, err);
+    r = lock_eval(lc, trip, &lua_v7_acquire, RD_T(RD_INTEGER), 1, 2, argv, err);
     if (r == NULL)
         return LOCK_ERROR;
     if (r->integer > 0) {
@@ -71,23 +68,24 @@ int lock_hash_try_acquire(struct lock_client *lc, struct lock_grant *g, long wai
         st = LOCK_TIMEOUT;
         g->retry_in_ms = -r->integer;
     }
-    freeReplyObject(r);
+    rd_reply_free(r);
     return st;
 }
 
 /* v7, v8: gives back one hold; never deletes a lock that is not ours. */
-int lock_hash_release(struct lock_client *lc, struct lock_grant *g, struct lock_error *err)
+int lock_hash_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
+                      struct lock_error *err)
 {
     const char *argv[] = { g->key, g->owner };
-    redisReply *r;
+    struct rd_reply *r;
     int st;
 
-    lock_release_gap(lc, g);
-    r = lock_eval(lc, &hash_release, LOCK_R_INTEGER, 1, 1, argv, err);
+    lock_pause_here(lc, trip);
+    r = lock_eval(lc, trip, &lua_v7_release, RD_T(RD_INTEGER), 1, 1, argv, err);
     if (r == NULL)
         return LOCK_ERROR;
     st = r->integer < 0 ? LOCK_NOT_OWNER : LOCK_OK;
-    freeReplyObject(r);
+    rd_reply_free(r);
     return st;
 }
 
@@ -97,14 +95,14 @@ int lock_hash_renew(struct lock_client *lc, const struct lock_grant *g, struct l
 {
     char ttl[32];
     const char *argv[] = { g->key, g->owner, ttl };
-    redisReply *r;
+    struct rd_reply *r;
     int mine;
 
     snprintf(ttl, sizeof(ttl), "%ld", lc->cfg.ttl_ms);
-    r = lock_eval(lc, &hash_renew, LOCK_R_INTEGER, 1, 2, argv, err);
+    r = lock_eval(lc, NULL, &lua_v8_renew, RD_T(RD_INTEGER), 1, 2, argv, err);
     if (r == NULL)
         return LOCK_ERROR;
     mine = r->integer == 1;
-    freeReplyObject(r);
+    rd_reply_free(r);
     return mine ? LOCK_OK : LOCK_NOT_OWNER;
 }

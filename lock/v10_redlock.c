@@ -1,48 +1,54 @@
 /* v10_redlock.c - v10: Redlock: the lock held on a quorum of N independent masters, with v9's fencing token. A master that restarts empty before the lease ends can grant it twice. */
 #include "lock/internal.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lua_scripts.h"
 
-enum { MASTERS_MAX = LOCK_SERVERS_MAX };
+enum { MASTERS_MAX = RD_SERVERS_MAX };
 
-/* The store's process-wide state: the masters, set by v10_init, read-only afterwards. */
+/* The store's process-wide state: a Redis client per master, set by v10_init. Each
+ * client keeps one connection per thread, with the per-master timeout. */
 struct redlock {
-    struct lock_server m[MASTERS_MAX];
+    struct rd_client *m[MASTERS_MAX];
     int n, quorum;              /* quorum: n / 2 + 1 */
-    long timeout_ms;            /* per master, to connect and to answer: far below the TTL */
-    pthread_key_t key;          /* the calling thread's connections (struct links) */
-    const struct lock_client *lc; /* whose credentials open the connections */
 };
 
-/* One thread's connections to the masters (a redisContext is not thread-safe). */
-struct links {
-    redisContext *c[MASTERS_MAX];
-};
-
-static void links_free(void *p)
+static void v10_destroy(struct lock_client *lc)
 {
-    struct links *l = p;
+    struct redlock *rl = lc->store_state;
 
-    for (int i = 0; i < MASTERS_MAX; i++)
-        if (l->c[i])
-            redisFree(l->c[i]);
-    free(l);
+    for (int i = 0; i < rl->n; i++)
+        rd_client_destroy(rl->m[i]);
+    free(rl);
 }
 
-/* Parses "HOST:PORT,HOST:PORT,..." into rl. 0, or -1 with err filled. */
-static int parse_masters(struct redlock *rl, const char *list, struct lock_error *err)
+/* A client for each master of "HOST:PORT,..." with the lock's credentials, each within
+ * timeout_ms to connect and to answer. LOCK_OK or LOCK_ERROR (what was made is freed). */
+static int masters_open(struct lock_client *lc, struct redlock *rl, struct lock_error *err)
 {
-    if (list == NULL || *list == '\0')
-        return lock_fail(err, NULL, "redlock needs its masters: --lock-redis HOST:PORT,HOST:PORT,HOST:PORT"), -1;
-    if ((rl->n = lock_servers_parse(list, rl->m, MASTERS_MAX)) < 0)
-        return lock_fail(err, NULL, "--lock-redis: HOST:PORT,... (ports 1 to 65535, at most 9 masters)"), -1;
+    struct rd_server at[MASTERS_MAX];
+    long timeout = lc->cfg.ttl_ms / 10 < 5 ? 5 : lc->cfg.ttl_ms / 10 > 200 ? 200 : lc->cfg.ttl_ms / 10;
+    int n;
+
+    if (lc->cfg.lock_masters == NULL || *lc->cfg.lock_masters == '\0')
+        return lock_fail(err, LOCK_E_USAGE, "redlock needs its masters: --lock-redis HOST:PORT,HOST:PORT,HOST:PORT");
+    if ((n = rd_servers_parse(lc->cfg.lock_masters, at, MASTERS_MAX)) <= 0)
+        return lock_fail(err, LOCK_E_USAGE, "--lock-redis: HOST:PORT,... (ports 1 to 65535, at most %d masters)",
+                         MASTERS_MAX);
+    for (rl->n = 0; rl->n < n; rl->n++) {
+        struct rd_config cfg = {
+            .host = at[rl->n].host, .port = at[rl->n].port,
+            .user = lc->cfg.redis_user, .password = lc->cfg.redis_password,
+            .connect_timeout_ms = timeout, .command_timeout_ms = timeout,
+        };
+        if ((rl->m[rl->n] = rd_client_create(&cfg, err)) == NULL)
+            return LOCK_ERROR;
+    }
     rl->quorum = rl->n / 2 + 1;
-    return 0;
+    return LOCK_OK;
 }
 
 static int v10_init(struct lock_client *lc, struct lock_error *err)
@@ -50,95 +56,45 @@ static int v10_init(struct lock_client *lc, struct lock_error *err)
     struct redlock *rl = calloc(1, sizeof(*rl));
 
     if (rl == NULL)
-        return lock_fail(err, NULL, "out of memory");
-    if (parse_masters(rl, lc->cfg.lock_masters, err) != 0) {
-        free(rl);
+        return lock_fail(err, LOCK_E_NOMEM, "out of memory");
+    lc->store_state = rl;
+    if (masters_open(lc, rl, err) != LOCK_OK) {
+        v10_destroy(lc);
+        lc->store_state = NULL;
         return LOCK_ERROR;
     }
-    rl->timeout_ms = lc->cfg.ttl_ms / 10 < 5 ? 5 : lc->cfg.ttl_ms / 10 > 200 ? 200 : lc->cfg.ttl_ms / 10;
-    if (pthread_key_create(&rl->key, links_free) != 0) {
-        free(rl);
-        return lock_fail(err, NULL, "cannot create the per-thread connections");
-    }
-    rl->lc = lc;
-    lc->store_state = rl;
     return LOCK_OK;
 }
 
-/* Frees the calling thread's connections; other threads free theirs when they exit. */
-static void v10_destroy(struct lock_client *lc)
+/* Runs script (one key, then nargs args) on every master at once; replies[i] is master
+ * i's, or NULL when it could not be reached or did not answer in time. Returns how many
+ * answered; the caller frees the replies. */
+static int on_all(struct redlock *rl, const struct rd_script *script, int nargs,
+                  const char **args, struct rd_reply **replies)
 {
-    struct redlock *rl = lc->store_state;
-    struct links *l = pthread_getspecific(rl->key);
-
-    if (l) {
-        pthread_setspecific(rl->key, NULL);
-        links_free(l);
-    }
-    pthread_key_delete(rl->key);
-    free(rl);
-}
-
-/* Master i's connection on this thread, connected within the per-master timeout; NULL
- * when it cannot be reached now (it counts as a master that said no). */
-static redisContext *link_to(struct redlock *rl, struct links *l, int i)
-{
+    struct rd_batch b = { 0 };
     struct lock_error ignored;
-
-    if (l->c[i] && !l->c[i]->err)
-        return l->c[i];
-    if (l->c[i])
-        redisFree(l->c[i]);
-    l->c[i] = lock_redis_open(rl->lc, rl->m[i].host, rl->m[i].port, rl->timeout_ms, &ignored);
-    return l->c[i];
-}
-
-/* Runs one script (one key, then args) on every master at once: sends it to all, then
- * reads each reply, each master within its timeout. replies[i] is master i's reply, or
- * NULL when it could not be reached or did not answer in time (its connection is
- * dropped). Returns how many answered; the caller frees the replies. */
-static int on_all(struct redlock *rl, const char *script, int nargs, const char **args,
-                  redisReply **replies)
-{
-    struct links *l = pthread_getspecific(rl->key);
-    const char *argv[8] = { "EVAL", script, "1" };
     int answered = 0;
 
-    if (nargs > 5)
-        nargs = 5;   /* argv's room; the scripts here take 2 or 3 */
-    if (l == NULL && (l = calloc(1, sizeof(*l))) != NULL)
-        pthread_setspecific(rl->key, l);
-    for (int i = 0; i < nargs; i++)
-        argv[3 + i] = args[i];
-    for (int i = 0; i < rl->n; i++) {
-        redisContext *c = l ? link_to(rl, l, i) : NULL;
-        int done = 0;
-
-        replies[i] = NULL;
-        if (c == NULL)
-            continue;
-        redisAppendCommandArgv(c, 3 + nargs, argv, NULL);
-        while (!done && redisBufferWrite(c, &done) == REDIS_OK)
-            ;
-    }
-    for (int i = 0; i < rl->n; i++) {
-        if (l == NULL || l->c[i] == NULL)
-            continue;
-        if (l->c[i]->err || redisGetReply(l->c[i], (void **)&replies[i]) != REDIS_OK) {
-            redisFree(l->c[i]);
-            l->c[i] = NULL;
+    if (rd_batch_add_eval(&b, script, 1, nargs - 1, args, &ignored) == LOCK_OK)
+        answered = rd_fanout(rl->m, rl->n, &b, replies);
+    else
+        for (int i = 0; i < rl->n; i++)
             replies[i] = NULL;
-            continue;
-        }
-        answered++;
-    }
+    rd_batch_reset(&b);
     return answered;
 }
 
-static void free_all(struct redlock *rl, redisReply **replies)
+static void free_all(struct redlock *rl, struct rd_reply **replies)
 {
     for (int i = 0; i < rl->n; i++)
-        freeReplyObject(replies[i]);
+        rd_reply_free(replies[i]);
+}
+
+/* 1 when r is an integer reply. */
+static int is_integer(const struct rd_reply *r)
+{
+    return r && r->type == RD_INTEGER;
 }
 
 /* Gives back one hold on every master at once; how many gave it back (as in
@@ -146,12 +102,12 @@ static void free_all(struct redlock *rl, redisReply **replies)
 static int release_all(struct redlock *rl, const struct lock_grant *g, int *answered)
 {
     const char *args[] = { g->key, g->owner };
-    redisReply *r[MASTERS_MAX];
+    struct rd_reply *r[MASTERS_MAX];
     int released = 0;
 
-    *answered = on_all(rl, lua_v7_release, 2, args, r);
+    *answered = on_all(rl, &lua_v7_release, 2, args, r);
     for (int i = 0; i < rl->n; i++)
-        if (r[i] && r[i]->type == REDIS_REPLY_INTEGER && r[i]->integer >= 0)
+        if (is_integer(r[i]) && r[i]->integer >= 0)
             released++;
     free_all(rl, r);
     return released;
@@ -164,20 +120,20 @@ static int release_all(struct redlock *rl, const struct lock_grant *g, int *answ
  * (retry after the holder's lease, or after a random delay when the vote was split), or
  * LOCK_UNAVAILABLE when fewer than a quorum answered at all. */
 static int v10_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                           struct lock_error *err)
+                           struct lock_trip *trip, struct lock_error *err)
 {
     struct redlock *rl = lc->store_state;
     char ttl[32];
     const char *args[] = { g->key, g->owner, ttl };
-    redisReply *r[MASTERS_MAX];
+    struct rd_reply *r[MASTERS_MAX];
     int granted = 0, answered, depth = 0, ignored;
     long long left = 0, validity;
 
     (void)wait_ms;
     snprintf(ttl, sizeof(ttl), "%ld", lc->cfg.ttl_ms);
-    answered = on_all(rl, lua_v7_acquire, 3, args, r);
+    answered = on_all(rl, &lua_v7_acquire, 3, args, r);
     for (int i = 0; i < rl->n; i++) {
-        if (r[i] == NULL || r[i]->type != REDIS_REPLY_INTEGER)
+        if (!is_integer(r[i]))
             continue;
         if (r[i]->integer > 0) {
             granted++;
@@ -192,22 +148,25 @@ static int v10_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
         g->depth = depth;
         g->valid_until_ms = g->acquired_ms + validity;
         if (depth == 1) {
-            redisReply *t = lock_command(lc, LOCK_R_INTEGER, err, "INCR fence:{%s}", g->item);
+            struct rd_reply *t = lock_command(lc, trip, RD_T(RD_INTEGER), err, "INCR fence:{%s}",
+                                              g->item);
             if (t == NULL) {
                 release_all(rl, g, &ignored);
                 return LOCK_ERROR;
             }
             g->token = t->integer;
-            freeReplyObject(t);
+            rd_reply_free(t);
+        } else if (lock_trip_send(lc, trip, err) != LOCK_OK) {
+            release_all(rl, g, &ignored);   /* the read did not get through */
+            return LOCK_ERROR;
         }
         return LOCK_OK;
     }
     if (granted > 0)
         release_all(rl, g, &ignored);
     if (answered < rl->quorum) {
-        snprintf(err->msg, sizeof(err->msg), "no quorum: %d of %d lock masters answered (%d needed)",
-                 answered, rl->n, rl->quorum);
-        err->io = 0;
+        lock_fail(err, LOCK_E_QUORUM, "no quorum: %d of %d lock masters answered (%d needed)",
+                  answered, rl->n, rl->quorum);
         return LOCK_UNAVAILABLE;
     }
     g->retry_in_ms = granted > 0 ? 1 + rand() % (lc->cfg.retry_ms > 0 ? lc->cfg.retry_ms : 10) : left;
@@ -218,25 +177,26 @@ static int v10_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
  * master at once; then the notification. LOCK_OK when a quorum gave it back, LOCK_NOT_OWNER
  * when a quorum answered but fewer held it, LOCK_ERROR when fewer than a quorum answered
  * (the others' keys expire with their lease). */
-static int v10_release(struct lock_client *lc, struct lock_grant *g, struct lock_error *err)
+static int v10_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
+                       struct lock_error *err)
 {
     struct redlock *rl = lc->store_state;
+    struct lock_trip writes = lock_trip_before(trip), notice = lock_trip_after(trip);
     struct lock_error ignored;
     int st, released, answered;
 
-    lock_release_gap(lc, g);
-    st = lock_riders_flush_before(lc, err);
+    lock_pause_here(lc, trip);
+    writes.before = trip->before;   /* NULL when the pause already sent them */
+    st = lock_trip_send(lc, &writes, err);
     released = release_all(rl, g, &answered);
-    lock_riders_flush(lc, &ignored);
+    lock_trip_send(lc, &notice, &ignored);
     if (st != LOCK_OK)
         return st;
     if (released >= rl->quorum)
         return LOCK_OK;
     if (answered >= rl->quorum)
         return LOCK_NOT_OWNER;
-    snprintf(err->msg, sizeof(err->msg), "release: %d of %d lock masters answered", answered, rl->n);
-    err->io = 0;
-    return LOCK_ERROR;
+    return lock_fail(err, LOCK_E_QUORUM, "release: %d of %d lock masters answered", answered, rl->n);
 }
 
 /* Renewal by quorum: v8's renew script on every master at once. */
@@ -245,20 +205,20 @@ static int v10_renew(struct lock_client *lc, const struct lock_grant *g, struct 
     struct redlock *rl = lc->store_state;
     char ttl[32];
     const char *args[] = { g->key, g->owner, ttl };
-    redisReply *r[MASTERS_MAX];
+    struct rd_reply *r[MASTERS_MAX];
     int renewed = 0, answered;
 
     snprintf(ttl, sizeof(ttl), "%ld", lc->cfg.ttl_ms);
-    answered = on_all(rl, lua_v8_renew, 3, args, r);
+    answered = on_all(rl, &lua_v8_renew, 3, args, r);
     for (int i = 0; i < rl->n; i++)
-        if (r[i] && r[i]->type == REDIS_REPLY_INTEGER && r[i]->integer == 1)
+        if (is_integer(r[i]) && r[i]->integer == 1)
             renewed++;
     free_all(rl, r);
     if (renewed >= rl->quorum)
         return LOCK_OK;
     if (answered >= rl->quorum)
         return LOCK_NOT_OWNER;
-    return lock_fail(err, NULL, "renew: fewer than a quorum of lock masters answered");
+    return lock_fail(err, LOCK_E_QUORUM, "renew: fewer than a quorum of lock masters answered");
 }
 
 /* v9's token and v8's watchdog over a quorum of independent masters (v7's scripts on

@@ -2,16 +2,17 @@
 #include "lock/internal.h"
 
 static int v3_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                          struct lock_error *err)
+                          struct lock_trip *trip, struct lock_error *err)
 {
-    redisReply *r = lock_command(lc, LOCK_R_INTEGER, err, "SETNX %s %s", g->key, g->owner);
+    struct rd_reply *r = lock_command(lc, trip, RD_T(RD_INTEGER), err, "SETNX %s %s", g->key,
+                                      g->owner);
     int st;
 
     (void)wait_ms;
     if (r == NULL)
         return LOCK_ERROR;
     st = r->integer == 1 ? LOCK_OK : LOCK_TIMEOUT;
-    freeReplyObject(r);
+    rd_reply_free(r);
     if (st == LOCK_OK) {
         g->valid_until_ms = 0; /* never expires */
         g->depth = 1;

@@ -4,25 +4,29 @@
 #include <string.h>
 
 /* Deletes the key only if GET says it is ours. The lease can run out between the GET
- * and the DEL (release_gap_ms widens that gap): then the DEL removes another's lock. */
-static int v5_release(struct lock_client *lc, struct lock_grant *g, struct lock_error *err)
+ * and the DEL (the caller's pause, the teaching fault release_gap_ms, widens that gap): then the DEL removes another's lock. */
+static int v5_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
+                      struct lock_error *err)
 {
-    redisReply *r = lock_command(lc, LOCK_R_STRING | LOCK_R_NIL, err, "GET %s", g->key);
+    struct lock_trip writes = lock_trip_before(trip), notice = lock_trip_after(trip);
+    struct rd_reply *r = lock_command(lc, &writes, RD_T(RD_STRING) | RD_T(RD_NIL), err,
+                                      "GET %s", g->key);
     int mine;
 
+    trip->before = NULL;   /* the writes went with the GET */
     if (r == NULL)
         return LOCK_ERROR;
-    mine = r->type == REDIS_REPLY_STRING && strcmp(r->str, g->owner) == 0;
-    freeReplyObject(r);
+    mine = r->type == RD_STRING && strcmp(r->str, g->owner) == 0;
+    rd_reply_free(r);
     if (!mine)
-        return LOCK_NOT_OWNER;
+        return lock_trip_send(lc, &notice, err) == LOCK_OK ? LOCK_NOT_OWNER : LOCK_ERROR;
 
-    lock_release_gap(lc, g);
-    r = lock_command(lc, LOCK_R_INTEGER, err, "DEL %s", g->key);
+    lock_pause_here(lc, trip);
+    r = lock_command(lc, trip, RD_T(RD_INTEGER), err, "DEL %s", g->key);
     if (r == NULL)
         return LOCK_ERROR;
     mine = r->integer == 1; /* 0: the key expired in the gap, and nobody else had taken it */
-    freeReplyObject(r);
+    rd_reply_free(r);
     return mine ? LOCK_OK : LOCK_NOT_OWNER;
 }
 

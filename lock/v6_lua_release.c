@@ -3,22 +3,22 @@
 
 #include "lua_scripts.h"
 
-static struct lock_script release_script = { "v6_release", lua_v6_release, "", 0 };
-
-/* Compare and delete in one script: nothing can run between the two steps. (A
- * release_gap_ms sleeps before the script, where v5 slept between its commands.) */
-static int v6_release(struct lock_client *lc, struct lock_grant *g, struct lock_error *err)
+/* Compare and delete in one script: nothing can run between the two steps. (The
+ * caller's pause, release_gap_ms, comes before the script, where v5's came between its
+ * commands.) */
+static int v6_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
+                      struct lock_error *err)
 {
     const char *argv[] = { g->key, g->owner };
-    redisReply *r;
+    struct rd_reply *r;
     int mine;
 
-    lock_release_gap(lc, g);
-    r = lock_eval(lc, &release_script, LOCK_R_INTEGER, 1, 1, argv, err);
+    lock_pause_here(lc, trip);
+    r = lock_eval(lc, trip, &lua_v6_release, RD_T(RD_INTEGER), 1, 1, argv, err);
     if (r == NULL)
         return LOCK_ERROR;
     mine = r->integer == 1;
-    freeReplyObject(r);
+    rd_reply_free(r);
     return mine ? LOCK_OK : LOCK_NOT_OWNER;
 }
 

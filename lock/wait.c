@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 
 /* A thread waiting in a key's queue; lives on its stack. */
@@ -54,7 +53,7 @@ struct notify {
     struct key_queue *queues;
     int count;
     pthread_t thread;
-    redisContext *sub;            /* the subscriber's connection, while connected */
+    struct rd_conn *sub;          /* the subscriber's connection, while connected */
     atomic_int connected;
     atomic_int stopping;
 };
@@ -64,7 +63,7 @@ enum { QUEUES_MAX = 4096 };
 /* Waits on cv until the monotonic time until_ms; returns ETIMEDOUT once it has passed. */
 static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, long long until_ms)
 {
-    struct timespec ts = { until_ms / 1000, (until_ms % 1000) * 1000000L };
+    struct timespec ts = lock_monotonic_at(until_ms);
     return pthread_cond_timedwait(cv, mu, &ts);
 }
 
@@ -124,7 +123,7 @@ static void bump_all(struct notify *n)
 /* A message on a lock's channel: "released <instance id>" or "wanted <instance id>".
  * Our own are ignored: a release in this process hands over to the local queue
  * directly (lock_wait_released), and we do not ask ourselves for the lock. */
-static void heard(struct notify *n, const redisReply *channel, const char *payload)
+static void heard(struct notify *n, const struct rd_reply *channel, const char *payload)
 {
     const char *id = strchr(payload, ' ');
     struct key_queue *q;
@@ -143,46 +142,53 @@ static void heard(struct notify *n, const redisReply *channel, const char *paylo
     }
 }
 
+/* A connection subscribed to every lock's channel; NULL (after a short sleep) when the
+ * data Redis cannot be reached now. */
+static struct rd_conn *subscribe(struct notify *n)
+{
+    struct lock_error err;
+    struct rd_conn *c = rd_conn_open(n->lc->redis, &err);
+    struct rd_reply *r = NULL;
+
+    if (c && (r = rd_conn_call(c, RD_T(RD_ARRAY), 0, &err, "PSUBSCRIBE lock:{*}")) != NULL) {
+        rd_reply_free(r);
+        return c;   /* its reads block until a message comes */
+    }
+    rd_conn_close(c);
+    lock_sleep_ms(100);
+    return NULL;
+}
+
+/* Sets the subscriber's connection (NULL: none), and wakes every first waiter: messages
+ * may have been missed while it changed. */
+static void set_sub(struct notify *n, struct rd_conn *c)
+{
+    pthread_mutex_lock(&n->table_mu);
+    n->sub = c;
+    pthread_mutex_unlock(&n->table_mu);
+    atomic_store(&n->connected, c != NULL);
+    bump_all(n);
+}
+
 static void *subscriber_main(void *arg)
 {
     struct notify *n = arg;
-    struct lock_error err;
-    redisContext *c;
-    redisReply *r;
+    struct rd_conn *c;
+    struct rd_reply *r;
 
     while (!atomic_load(&n->stopping)) {
-        if ((c = lock_redis_connect(n->lc, 1000, &err)) == NULL) {
-            lock_sleep_ms(100);
+        if ((c = subscribe(n)) == NULL)
             continue;
-        }
-        redisSetTimeout(c, (struct timeval){ 0, 0 });   /* it blocks until a message */
-        r = redisCommand(c, "PSUBSCRIBE lock:{*}");
-        if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
-            freeReplyObject(r);
-            redisFree(c);
-            lock_sleep_ms(100);
-            continue;
-        }
-        freeReplyObject(r);
-        pthread_mutex_lock(&n->table_mu);
-        n->sub = c;
-        pthread_mutex_unlock(&n->table_mu);
-        atomic_store(&n->connected, 1);
-        bump_all(n);
-        /* ["pmessage", pattern, channel, payload] per release, until the connection ends. */
-        while (!atomic_load(&n->stopping) && redisGetReply(c, (void **)&r) == REDIS_OK) {
-            if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
-                r->element[2]->type == REDIS_REPLY_STRING &&
-                r->element[3]->type == REDIS_REPLY_STRING)
+        set_sub(n, c);
+        /* ["pmessage", pattern, channel, payload] per message, until the connection ends. */
+        while (!atomic_load(&n->stopping) && (r = rd_conn_read(c)) != NULL) {
+            if (r->type == RD_ARRAY && r->elements == 4 && r->element[2]->type == RD_STRING &&
+                r->element[3]->type == RD_STRING)
                 heard(n, r->element[2], r->element[3]->str);
-            freeReplyObject(r);
+            rd_reply_free(r);
         }
-        atomic_store(&n->connected, 0);
-        pthread_mutex_lock(&n->table_mu);
-        n->sub = NULL;
-        pthread_mutex_unlock(&n->table_mu);
-        redisFree(c);
-        bump_all(n);
+        set_sub(n, NULL);
+        rd_conn_close(c);
     }
     return NULL;
 }
@@ -194,13 +200,13 @@ int lock_wait_init(struct lock_client *lc, struct lock_error *err)
     if (lc->cfg.wait != LOCK_WAIT_NOTIFY)
         return LOCK_OK;
     if ((n = calloc(1, sizeof(*n))) == NULL)
-        return lock_fail(err, NULL, "out of memory");
+        return lock_fail(err, LOCK_E_NOMEM, "out of memory");
     n->lc = lc;
     pthread_mutex_init(&n->table_mu, NULL);
     if (pthread_create(&n->thread, NULL, subscriber_main, n) != 0) {
         pthread_mutex_destroy(&n->table_mu);
         free(n);
-        return lock_fail(err, NULL, "cannot start the subscriber thread");
+        return lock_fail(err, LOCK_E_NOMEM, "cannot start the subscriber thread");
     }
     lc->wait_state = n;
     /* Give the subscription a moment, so that the first waiters need not poll. */
@@ -219,7 +225,7 @@ void lock_wait_destroy(struct lock_client *lc)
     atomic_store(&n->stopping, 1);
     pthread_mutex_lock(&n->table_mu);
     if (n->sub)
-        shutdown(n->sub->fd, SHUT_RDWR); /* ends its blocking read */
+        rd_conn_shutdown(n->sub); /* ends its blocking read */
     pthread_mutex_unlock(&n->table_mu);
     pthread_join(n->thread, NULL);
     for (q = n->queues; q; q = next) {
@@ -232,30 +238,25 @@ void lock_wait_destroy(struct lock_client *lc)
     lc->wait_state = NULL;
 }
 
-/* One try; the rider rides with it and stays pending when it grants (lock_acquire
- * flushes what a store kept in the process did not send). */
+/* One try, with read riding after it. */
 static int try_once(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                    struct lock_rider *rider, struct lock_error *err)
+                    struct rd_batch *read, struct lock_error *err)
 {
-    int st;
+    struct lock_trip trip = { .after = read };
 
     g->acquired_ms = lock_now_ms();
     g->retry_in_ms = 0;
-    lock_riders_set(lc, NULL, rider);
-    st = lc->ops->try_acquire(lc, g, wait_ms, err);
-    if (st != LOCK_OK)
-        lock_riders_set(lc, NULL, NULL);
-    return st;
+    return lc->ops->try_acquire(lc, g, wait_ms, &trip, err);
 }
 
 static int poll_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                        struct lock_rider *rider, struct lock_error *err)
+                        struct rd_batch *read, struct lock_error *err)
 {
     long long start = lock_now_ms(), now;
     int st;
 
     for (;;) {
-        st = try_once(lc, g, 0, rider, err);
+        st = try_once(lc, g, 0, read, err);
         if (st != LOCK_TIMEOUT)
             return st;
         now = lock_now_ms();
@@ -280,18 +281,17 @@ static const char *message(const struct lock_client *lc, const char *what,
 static void ask_holder(struct lock_client *lc, const struct lock_grant *g)
 {
     struct lock_error ignored;
-
     char msg[LOCK_OWNER_MAX];
 
-    freeReplyObject(lock_command(lc, LOCK_R_INTEGER, &ignored, "PUBLISH %s %s", g->key,
-                                 message(lc, "wanted", &msg)));
+    rd_reply_free(lock_command(lc, NULL, RD_T(RD_INTEGER), &ignored, "PUBLISH %s %s", g->key,
+                               message(lc, "wanted", &msg)));
 }
 
 /* The first waiter's loop: try; refused, sleep until a message for the key, the
  * holder's lease's end, or the deadline. Called and returns with q->mu held. */
 static int notify_try_loop(struct lock_client *lc, struct notify *n, struct key_queue *q,
                            struct waiter *w, struct lock_grant *g, long long deadline,
-                           struct lock_rider *rider, struct lock_error *err)
+                           struct rd_batch *read, struct lock_error *err)
 {
     if (q->yield_until > lock_now_ms()) {
         /* We gave the lock up because another process asked: let it take it first. */
@@ -307,7 +307,7 @@ static int notify_try_loop(struct lock_client *lc, struct notify *n, struct key_
         int st;
 
         pthread_mutex_unlock(&q->mu);
-        st = try_once(lc, g, 0, rider, err);
+        st = try_once(lc, g, 0, read, err);
         if (st == LOCK_TIMEOUT)
             ask_holder(lc, g);
         pthread_mutex_lock(&q->mu);
@@ -326,7 +326,7 @@ static int notify_try_loop(struct lock_client *lc, struct notify *n, struct key_
 }
 
 static int notify_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                          struct lock_rider *rider, struct lock_error *err)
+                          struct rd_batch *read, struct lock_error *err)
 {
     struct notify *n = lc->wait_state;
     struct key_queue *q = queue_for(n, g->key, strlen(g->key), 1);
@@ -335,13 +335,13 @@ static int notify_acquire(struct lock_client *lc, struct lock_grant *g, long wai
     int st, nested;
 
     if (q == NULL)
-        return poll_acquire(lc, g, wait_ms, rider, err);
+        return poll_acquire(lc, g, wait_ms, read, err);
     waiter_init(&w);
     pthread_mutex_lock(&q->mu);
     nested = q->holds > 0 && strcmp(q->holder, g->owner) == 0;
     if (nested) {
         /* The holder asks again: no queueing behind itself (a reentrant store grants). */
-        st = notify_try_loop(lc, n, q, &w, g, deadline, rider, err);
+        st = notify_try_loop(lc, n, q, &w, g, deadline, read, err);
         if (st == LOCK_OK)
             q->holds++;
         goto out_unlock;
@@ -358,7 +358,7 @@ static int notify_acquire(struct lock_client *lc, struct lock_grant *g, long wai
             goto out_dequeue;
         }
     }
-    st = notify_try_loop(lc, n, q, &w, g, deadline, rider, err);
+    st = notify_try_loop(lc, n, q, &w, g, deadline, read, err);
     if (st == LOCK_OK) {
         strcpy(q->holder, g->owner);
         q->holds = 1;
@@ -383,25 +383,26 @@ out_unlock:
 }
 
 int lock_wait_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                      struct lock_rider *rider, struct lock_error *err)
+                      struct rd_batch *read, struct lock_error *err)
 {
     switch (lc->cfg.wait) {
     case LOCK_WAIT_NOTIFY:
-        return notify_acquire(lc, g, wait_ms, rider, err);
+        return notify_acquire(lc, g, wait_ms, read, err);
     case LOCK_WAIT_POLL:
-        return poll_acquire(lc, g, wait_ms, rider, err);
+        return poll_acquire(lc, g, wait_ms, read, err);
     default:
-        return try_once(lc, g, wait_ms, rider, err);
+        return try_once(lc, g, wait_ms, read, err);
     }
 }
 
 void lock_wait_releasing(struct lock_client *lc, const struct lock_grant *g,
-                         struct lock_rider *notice)
+                         struct rd_batch *notice)
 {
     char msg[LOCK_OWNER_MAX];
+    struct lock_error ignored;   /* without the notice, waiters wake at the lease's end */
 
     if (lc->cfg.wait == LOCK_WAIT_NOTIFY)
-        lock_rider_add(notice, "PUBLISH %s %s", g->key, message(lc, "released", &msg));
+        rd_batch_add(notice, &ignored, "PUBLISH %s %s", g->key, message(lc, "released", &msg));
 }
 
 /* The holder's queue, locked; NULL (nothing locked) when g is not held through one. */

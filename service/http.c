@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "service/pipeline.h"
+#include "service/engine.h"
 #include "service/service.h"
 
 /* Sent as the answer, in one place: status code and JSON body (owned by this call), and
@@ -133,6 +133,8 @@ static enum MHD_Result answer_sale(struct MHD_Connection *conn, const struct sal
 
     metrics_sale(out->result);
     metrics_sale_latency(now_us() - started_us);
+    if (out->replayed)
+        metrics_replay();
     if (out->result == SALE_OUTCOME_UNKNOWN || out->result == SALE_ERROR ||
         out->result == SALE_BAD_STOCK || out->result == SALE_LEASE_LOST)
         log_event("WARN", "request %s: sale of %s: %s%s%s", rq->request_id, rq->item, info->error,
@@ -169,7 +171,7 @@ static enum MHD_Result answer_sale(struct MHD_Connection *conn, const struct sal
 }
 
 /* The event loop's sale (atomic or combined): suspend the connection, queue the sale; the
- * pipeline resumes the connection when it has the answer, and http_handle sends it. */
+ * engine resumes the connection when it has the answer, and http_handle sends it. */
 static enum MHD_Result queue_sale(struct MHD_Connection *conn, const struct params *p,
                                   const char *idem_key, void **req_cls)
 {
@@ -193,7 +195,10 @@ static enum MHD_Result queue_sale(struct MHD_Connection *conn, const struct para
     *req_cls = j;
     metrics_in_flight(1);
     MHD_suspend_connection(conn);
-    pipeline_submit(j);
+    if (svc.atomic)
+        batch_submit(j);
+    else
+        workers_submit(j);
     return MHD_YES;
 }
 
@@ -247,7 +252,7 @@ static enum MHD_Result route_inventory(struct MHD_Connection *conn, void **req_c
 
     if (params_parse(conn, &p, 0) != 0)
         return answer_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", p.error);
-    switch (inventory_read(p.item, &stock, &sold, msg, sizeof(msg))) {
+    switch (store_read(p.item, &stock, &sold, msg, sizeof(msg))) {
     case SALE_OK:
         return answer_json(conn, MHD_HTTP_OK,
                            json_pack("{s:s, s:I, s:I}", "item", p.item, "stock", (json_int_t)stock,
@@ -323,7 +328,7 @@ enum MHD_Result http_handle(void *cls, struct MHD_Connection *conn, const char *
         return MHD_YES;
     }
     if (*req_cls != &http_seen) {
-        /* A queued sale, resumed by the pipeline: its answer is ready. */
+        /* A queued sale, resumed by its engine: its answer is ready. */
         struct sale_job *j = *req_cls;
         if (!j->done)
             return MHD_YES;

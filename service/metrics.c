@@ -22,7 +22,7 @@ static atomic_llong bad_requests;
 static atomic_llong in_flight;
 static struct histogram lock_wait, sale_latency;
 static atomic_llong batches, batched_sales;
-static atomic_llong replays, redis_drops, overlaps;
+static atomic_llong replays, overlaps, line_timeouts;
 
 static void observe(struct histogram *h, long long us)
 {
@@ -90,9 +90,9 @@ void metrics_replay(void)
     atomic_fetch_add(&replays, 1);
 }
 
-void metrics_redis_drop(void)
+void metrics_line_timeout(void)
 {
-    atomic_fetch_add(&redis_drops, 1);
+    atomic_fetch_add(&line_timeouts, 1);
 }
 
 void metrics_overlap(void)
@@ -123,26 +123,27 @@ char *metrics_render(size_t *len)
                      "Time from a sale's request to its answer, in this instance.", &sale_latency);
     render_histogram(f, "inventory_lock_wait_seconds", "Time spent waiting for the lock.",
                      &lock_wait);
-#define COUNTER(name, help, var)                                                           \
+#define COUNTER(name, help, value)                                                         \
     fprintf(f, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %lld\n",       \
-            (long long)atomic_load(&(var)))
-    COUNTER("inventory_lock_acquisitions_total", "Locks granted.", svc_lock->acquisitions);
+            (long long)(value))
+    COUNTER("inventory_lock_acquisitions_total", "Locks granted.", atomic_load(&svc_lock->acquisitions));
     COUNTER("inventory_lock_timeouts_total", "Acquires that gave up at the wait limit.",
-            svc_lock->timeouts);
-    COUNTER("inventory_lock_renewals_total", "Leases renewed by the watchdog.", svc_lock->renewals);
+            atomic_load(&svc_lock->timeouts) + atomic_load(&line_timeouts));
+    COUNTER("inventory_lock_renewals_total", "Leases renewed by the watchdog.", atomic_load(&svc_lock->renewals));
     COUNTER("inventory_lock_lost_leases_total",
-            "Leases found lost (renewal refused or not owner at release).", svc_lock->lost_leases);
+            "Leases found lost (renewal refused or not owner at release).", atomic_load(&svc_lock->lost_leases));
     COUNTER("inventory_lock_stolen_total",
-            "Locks found deleted by another client while our lease ran.", svc_lock->stolen);
+            "Locks found deleted by another client while our lease ran.", atomic_load(&svc_lock->stolen));
     COUNTER("inventory_lock_notifications_total", "Release messages received (wait notify).",
-            svc_lock->notifications);
+            atomic_load(&svc_lock->notifications));
     COUNTER("inventory_idempotent_replays_total",
-            "Sales answered with the first answer to their Idempotency-Key.", replays);
+            "Sales answered with the first answer to their Idempotency-Key.", atomic_load(&replays));
     COUNTER("inventory_redis_reconnects_total",
-            "Redis connections dropped after an error (the next use reconnects).", redis_drops);
+            "Redis connections dropped after an error (the next use reconnects).",
+            rd_client_drops(svc_redis));
     COUNTER("inventory_overlaps_total",
             "Sales that entered the critical section while another was inside (--faults probe).",
-            overlaps);
+            atomic_load(&overlaps));
 #undef COUNTER
     fprintf(f, "# HELP inventory_sale_batches_total Critical sections (or atomic scripts) run.\n"
                "# TYPE inventory_sale_batches_total counter\ninventory_sale_batches_total %lld\n"

@@ -1,14 +1,14 @@
-/* service.h - The service's shared pieces: configuration, Redis per thread, the sale, metrics. */
+/* service.h - The service's shared pieces: configuration, logging, the stock in Redis,
+ * the sale's types, parsing and metrics. Each section names the file that defines it. */
 #ifndef SERVICE_H
 #define SERVICE_H
-
-#include <hiredis/hiredis.h>
 
 #include "lock/lock.h"
 
 #define ITEM_MAX LOCK_ITEM_MAX
 
-/* Set once by main() before any other thread starts; read-only afterwards. */
+/* --- config.c: the configuration, from the flags. Set once by main() before any other
+ * thread starts; read-only afterwards. --- */
 struct service_config {
     char bind[64];
     int port;
@@ -17,39 +17,42 @@ struct service_config {
     const struct lock_ops *ops;  /* the lock; `none` for the atomic baseline */
     const char *version;         /* the name answers and metrics show ("v8", "atomic") */
     int atomic;                  /* the atomic baseline: the whole sale is one script */
-    int event_loop;              /* sales go through pipeline.c (the atomic sale, unless
-                                    --combine asks for the thread-per-connection path) */
+    int event_loop;              /* sales are queued to an engine: batch.c (atomic) or
+                                    workers.c (--combine) */
     enum lock_wait wait;         /* as asked (LOCK_WAIT_DEFAULT: the version's) */
     int combine;                 /* sales served under one grant, at most (1: off) */
+    int workers;                 /* --combine: worker threads, at most */
     const char *lock_masters;    /* redlock's masters, "HOST:PORT,..." (argv; NULL: none) */
     const char *redis_standby;   /* where the data Redis may be after a failover (NULL: none) */
     int replicas;                /* WAIT for this many replicas before a grant counts */
     const char *redis_user;      /* from REDIS_USER (NULL: the default user) */
     char redis_password[513];    /* from --redis-password-file or REDIS_PASSWORD; "" none */
     long ttl_ms, wait_ms, retry_ms;
-    long idem_ttl_ms;           /* how long an idempotency key's first answer is kept */
-    int faults;                 /* teaching faults and the mutual-exclusion probe allowed */
+    long idem_ttl_ms;            /* how long an idempotency key's first answer is kept */
+    int faults;                  /* teaching faults and the mutual-exclusion probe allowed */
     int max_conns;
-    char name[64];              /* instance name, shown in answers and the ledger */
-    char instance_id[33];       /* random hex, prefix of every lock owner id */
+    char name[64];               /* instance name, shown in answers and the ledger */
+    char instance_id[33];        /* random hex, prefix of every lock owner id */
 };
 extern struct service_config svc;
+extern struct rd_client *svc_redis;    /* the data Redis; created by main(), shared */
 extern struct lock_client *svc_lock;   /* created by main(); shared by all threads */
 
-/* One-line events on stderr: time, level, instance, message. */
+/* Fills svc from argv, or prints why not (or --help, --list-versions) and exits. */
+void config_parse(int argc, char **argv);
+
+/* --- log.c: one line per event on stderr: time, level, instance, message. --- */
 void log_event(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* store.c - the calling thread's Redis connection, owned by the lock library (a
- * redisContext is not thread-safe). store_conn() returns it, connecting or reconnecting
- * as needed; NULL when Redis is unreachable. store_drop() forgets it after an I/O error. */
-redisContext *store_conn(void);
-void store_drop(void);
-/* The same, with the reason the lock library gave (logged once, like any outage). */
-void store_drop_why(const char *why);
+/* --- store.c: the stock and the data Redis's health, through the Redis layer. --- */
+
+/* rd_config.on_state for the data Redis: one log line when it goes, one when it is back. */
+void store_log_state(void *arg, int up, const char *why);
 /* 1 when Redis answers PING on this thread's connection. */
 int store_ping(void);
 
-/* parse.c - what the service parses itself (fuzzed by tests/fuzz_parse.c). */
+
+/* --- parse.c: what the service parses itself (fuzzed by tests/fuzz_parse.c). --- */
 /* A whole decimal 0..max (no sign, no space) into *out; 0, or -1 (out untouched). */
 int parse_bounded(const char *s, long max, long *out);
 /* A whole decimal integer, optional '-', as Redis keeps stock; 0, or -1. */
@@ -63,7 +66,7 @@ int item_is_valid(const char *s);
 int parse_record(const char *s, int *status, long long *remaining, long long *token,
                  char (*instance)[64]);
 
-/* sale.c */
+/* --- the sale's types; results.c maps each result to its answer. --- */
 enum sale_result {
     SALE_OK, SALE_SOLD_OUT, SALE_LOCK_TIMEOUT, SALE_LOCK_UNAVAILABLE, SALE_REDIS_DOWN, SALE_UNKNOWN_ITEM,
     SALE_BAD_STOCK, SALE_LEASE_LOST, SALE_OUTCOME_UNKNOWN, SALE_KEY_REUSED, SALE_ERROR,
@@ -76,6 +79,11 @@ struct sale_result_info {
     const char *metric;     /* inventory_sales_total{result=...} */
 };
 extern const struct sale_result_info sale_results[SALE_RESULTS];
+
+/* store.c: reads stock and sold (GET /inventory); SALE_OK, SALE_UNKNOWN_ITEM,
+ * SALE_BAD_STOCK or SALE_REDIS_DOWN; msg says why. */
+enum sale_result store_read(const char *item, long long *stock, long long *sold, char *msg,
+                            size_t msg_size);
 
 struct sale_outcome {
     enum sale_result result;
@@ -96,11 +104,25 @@ struct sale_request {
     int nested;             /* fault: take the same lock again inside the sale */
     struct sale_outcome out;
 };
+
+/* --- results.c: from what Redis or the lock said to an outcome. --- */
+/* Sets every request's result (and message, when not NULL). */
+void sale_set_all(struct sale_request **rqs, int n, enum sale_result res, const char *msg);
+/* A failed acquire (st, err) as every request's outcome. */
+void sale_acquire_failed(int st, const struct lock_error *err, struct sale_request **rqs, int n);
+/* A sale script's own error (lease_lost, key_reused ITEM, unknown_item, bad_stock; by its
+ * code) or its replayed first answer, as rqs' outcomes: 1 when r was one of them. */
+int sale_script_answer(const struct rd_reply *r, struct sale_request **rqs, int n);
+/* GET stock:{item}'s reply: SALE_OK with *stock set, or why not (msg says). */
+enum sale_result sale_stock_of(const struct rd_reply *r, const char *item, long long *stock,
+                               char *msg, size_t msg_size);
+
+/* --- sale.c: a sale under the lock. --- */
 /* Serves rq alone, on the calling thread (thread per connection). */
 void sale_run(struct sale_request *rq);
 
 /* Where the sales of one item come from while a grant is held, and where they go once
- * answered: pipeline.c's line (--combine). Called on the serving thread, grant held. */
+ * answered: a worker's line (workers.c, --combine). Called on the serving thread. */
 enum { SALE_BATCH_MAX = 256 };
 struct sale_line {
     /* Takes up to room more waiting sales into rqs after the have already there; returns
@@ -122,26 +144,56 @@ struct sale_line {
  * batch after batch, without giving the lock back: the stock is the one this grant
  * wrote. Every batch goes to line->answer once sold. */
 void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line *line);
-/* The atomic sale's pieces, for the event loop (pipeline.c): the EVALSHA of the n sales
- * rqs (of one item; a sale with an idempotency key goes alone) as RESP in *cmd (caller frees; returns its length, -1), the script's load (once,
- * or again when Redis said NOSCRIPT), and the outcomes of its reply. */
-int sale_atomic_format(struct sale_request **rqs, int n, char **cmd, struct lock_error *err);
-int sale_atomic_load(redisContext *c, int again, struct lock_error *err);
-void sale_atomic_result(const redisReply *r, struct sale_request **rqs, int n);
-/* Reads stock and sold; SALE_OK, SALE_UNKNOWN_ITEM, SALE_BAD_STOCK or SALE_REDIS_DOWN. */
-enum sale_result inventory_read(const char *item, long long *stock, long long *sold, char *msg,
-                                size_t msg_size);
 
-/* metrics.c - counters updated atomically by any thread. */
+/* --- sale_write.c: the sale's write under the lock (service/scripts/sale_write*.lua). --- */
+/* The write of k of the n sales rqs on stock read under g (batch: its number within the
+ * grant), appended to b as one script call. LOCK_OK or LOCK_ERROR. */
+int sale_write_add(struct rd_batch *b, const struct lock_grant *g, long long stock, long long k,
+                   int batch, struct sale_request **rqs, int n, struct lock_error *err);
+/* Maps the write's reply for k sales onto the batch; returns how many it sold (0 for a
+ * replayed answer or a reused key), -1 when the write failed (the outcomes say why). */
+long long sale_write_result(const struct rd_reply *r, long long k, struct sale_request **rqs,
+                            int n);
+/* An Idempotency-Key's two Redis keys: its first answer, beside the item (idem:{I}:K, the
+ * same hash slot), and the item it was first used for (idem-item:K). */
+void sale_idem_keys(const struct sale_request *rq, char (*record)[ITEM_MAX + IDEM_KEY_MAX + 16],
+                    char (*binding)[IDEM_KEY_MAX + 16]);
+
+/* --- sale_atomic.c: the atomic baseline, the whole sale in one script. --- */
+/* The atomic script's call for the n sales rqs of one item (a sale with an idempotency
+ * key goes alone), appended to b. LOCK_OK or LOCK_ERROR (too many sales, no memory). */
+int sale_atomic_add(struct rd_batch *b, struct sale_request **rqs, int n, struct lock_error *err);
+/* The outcomes of its reply. */
+void sale_atomic_result(const struct rd_reply *r, struct sale_request **rqs, int n);
+/* One atomic sale on the calling thread. */
+void sale_atomic_run(struct sale_request *rq);
+
+/* --- probe.c: the mutual-exclusion probe (--faults): who is inside the critical section. */
+/* Enter: id joins probe:{item}; an overlap is counted when someone else is inside. */
+void probe_enter(const char *item, const char *id);
+void probe_leave(const char *item, const char *id);
+
+/* --- faults.c: the teaching faults, as hooks the sale calls at named points. --- */
+/* Inside the critical section, between the read and the write, for the sale's lead
+ * request: the nested acquire (nested=1), then the work (work_ms, when k > 0). 0, or -1
+ * when the nested acquire failed (the lead's outcome says why). */
+int faults_inside(const struct lock_grant *g, struct sale_request *lead, long long k);
+/* The pause a release takes between its steps (release_gap_ms), or NULL for none. The
+ * caller keeps *p alive until the release returns. */
+const struct lock_pause *faults_release_pause(const struct sale_request *lead,
+                                              struct lock_pause *p);
+
+/* --- metrics.c: counters updated atomically by any thread. --- */
 void metrics_sale(enum sale_result r);
 void metrics_bad_request(void);
 void metrics_in_flight(int delta);
 long long metrics_in_flight_now(void);
 void metrics_lock_wait(long long waited_ms);
+/* A sale that waited in a worker's line to its wait limit (no acquire was tried). */
+void metrics_line_timeout(void);
 void metrics_batch(int n);
 void metrics_replay(void);
 void metrics_sale_latency(long long us);
-void metrics_redis_drop(void);
 void metrics_overlap(void);
 /* Renders the Prometheus text; the caller frees it. NULL when out of memory. */
 char *metrics_render(size_t *len);

@@ -1,57 +1,47 @@
-/* store.c - The thread's Redis connection (the lock library's), with one log line when
- * Redis goes away and one when it comes back. */
+/* store.c - The stock and the data Redis's health, through the Redis layer; one log line
+ * when Redis goes away and one when it comes back. */
 #include "service/service.h"
 
-#include <stdatomic.h>
+#include <stdio.h>
 
-static atomic_int redis_down;   /* 1 after a failure was logged, until a connect succeeds */
-
-static void note_down(const char *why)
+void store_log_state(void *arg, int up, const char *why)
 {
-    if (!atomic_exchange(&redis_down, 1))
-        log_event("WARN", "redis %s:%d unreachable: %s", svc.redis_host, svc.redis_port, why);
-}
-
-redisContext *store_conn(void)
-{
-    struct lock_error err = { 0 };
-    redisContext *c = lock_redis(svc_lock, &err);
-
-    if (c == NULL) {
-        note_down(err.msg);
-        return NULL;
-    }
-    if (atomic_load(&redis_down) && atomic_exchange(&redis_down, 0))
+    (void)arg;
+    if (up)
         log_event("INFO", "redis %s:%d reachable again", svc.redis_host, svc.redis_port);
-    return c;
-}
-
-void store_drop(void)
-{
-    store_drop_why("connection dropped");
-}
-
-void store_drop_why(const char *why)
-{
-    note_down(why);
-    metrics_redis_drop();
-    lock_redis_drop(svc_lock);
+    else
+        log_event("WARN", "redis %s:%d unreachable: %s", svc.redis_host, svc.redis_port,
+                  why && *why ? why : "connection dropped");
 }
 
 int store_ping(void)
 {
-    redisContext *c = store_conn();
-    redisReply *r;
-    int ok;
+    struct lock_error err;
+    struct rd_reply *r = rd_call(svc_redis, RD_T(RD_STATUS), &err, "PING");
 
-    if (c == NULL)
-        return 0;
-    r = redisCommand(c, "PING");
-    if (r == NULL) {
-        store_drop();
-        return 0;
+    rd_reply_free(r);
+    return r != NULL;
+}
+
+enum sale_result store_read(const char *item, long long *stock, long long *sold, char *msg,
+                            size_t msg_size)
+{
+    struct lock_error err;
+    struct rd_reply *r = rd_call(svc_redis, RD_T(RD_ARRAY), &err, "MGET stock:{%s} sold:{%s}",
+                                 item, item);
+    enum sale_result res;
+
+    if (r == NULL && (lock_fault_is_io(err.fault) || err.fault == LOCK_E_AUTH))
+        return SALE_REDIS_DOWN;
+    if (r == NULL || r->elements != 2) {
+        rd_reply_free(r);
+        snprintf(msg, msg_size, "MGET: unexpected reply");
+        return SALE_ERROR;
     }
-    ok = r->type == REDIS_REPLY_STATUS;
-    freeReplyObject(r);
-    return ok;
+    res = sale_stock_of(r->element[0], item, stock, msg, msg_size);
+    *sold = 0;
+    if (r->element[1]->type == RD_STRING && parse_integer(r->element[1]->str, sold) != 0)
+        *sold = 0;
+    rd_reply_free(r);
+    return res;
 }

@@ -87,7 +87,7 @@ rcli del 'lock:{fl}' >/dev/null
 # The model's late-pause (model/v9_fenced.pml), staged in order: A takes the lock with a
 # 300 ms lease and token 1, reads stock 10 and passes its lease check, then stops before
 # its write is sent. A is driven by hand with the scripts themselves (lock/scripts/
-# v9_acquire.lua, service/scripts/sale_write_fenced.lua): a service cannot be stopped
+# v9_acquire.lua, build/scripts/sale_write_fenced.lua, the script whole): a service cannot be stopped
 # between its check and its write on cue. A's lease runs out; B, a real instance, takes
 # the lock (token 2), reads stock 10 and works. Only then does A's write arrive. Nobody
 # has written since A's grant, so only the token B was issued (fence:{I}) can refuse it;
@@ -100,9 +100,9 @@ start_service S --redis "127.0.0.1:$REDIS_PORT" --lock v9 --faults --name fenp |
 curl -s -o "$T_TMP/late" -w '%{http_code}' "http://127.0.0.1:$S/inventory/sale?item=lp&work_ms=1500" > "$T_TMP/late.code" &
 b_has_read() { [ "$(rcli hget 'lock:{lp}' :token)" = 2 ] && [ "$(rcli scard 'probe:{lp}')" = 1 ]; }
 check "  A's lease runs out; B takes the lock (token 2) and reads the stock" wait_until 3 "" b_has_read
-a_write=$(rcli --eval service/scripts/sale_write_fenced.lua 'stock:{lp}' 'sold:{lp}' 'orders:{lp}' \
+a_write=$(rcli --eval build/scripts/sale_write_fenced.lua 'stock:{lp}' 'sold:{lp}' 'orders:{lp}' \
           'written:{lp}' 'fence:{lp}' , "$a_read" 1 by-hand paused-a:1 1 1 lp '' late-a 2>&1)
-check_eq "  A's write arrives (stock read $a_read, token 1) while B works: refused" lease_lost "${a_write#ERR }"
+check_eq "  A's write arrives (stock read $a_read, token 1) while B works: refused" lease_lost "${a_write%% *}"
 wait_all
 check_eq "  B's sale: 200" 200 "$(cat "$T_TMP/late.code")"
 check "  remaining 9, under token 2" jq -e '.ok and .remaining == 9' "$T_TMP/late"

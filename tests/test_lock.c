@@ -3,6 +3,8 @@
  * Usage: test_lock REDIS_PORT [MASTER_PORT MASTER_PORT MASTER_PORT] */
 #include "lock/lock.h"
 
+#include <hiredis/hiredis.h>   /* the test looks at Redis on its own, beside the layer */
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,12 +33,50 @@ static redisContext *connect_redis(void)
     return c;
 }
 
+/* Each lock client and the Redis client it borrows (freed together by client_free). */
+enum { CLIENTS_MAX = 64 };
+static struct { struct lock_client *lc; struct rd_client *rc; } clients[CLIENTS_MAX];
+
+/* A lock client for version on a new Redis client for port; NULL with err filled. */
+static struct lock_client *client_try(const char *version, int port, struct lock_config cfg,
+                                      struct lock_error *err)
+{
+    struct rd_config rcfg = { .host = "127.0.0.1", .port = port };
+    struct rd_client *rc = rd_client_create(&rcfg, err);
+    struct lock_client *lc;
+
+    cfg.redis = rc;
+    if (rc == NULL || (lc = lock_client_create(lock_find(version), &cfg, err)) == NULL) {
+        rd_client_destroy(rc);
+        return NULL;
+    }
+    for (int i = 0; i < CLIENTS_MAX; i++)
+        if (clients[i].lc == NULL) {
+            clients[i].lc = lc, clients[i].rc = rc;
+            return lc;
+        }
+    fprintf(stderr, "test_lock: more than %d clients at once\n", CLIENTS_MAX);
+    exit(2);
+}
+
+static void client_free(struct lock_client *lc)
+{
+    for (int i = 0; lc && i < CLIENTS_MAX; i++)
+        if (clients[i].lc == lc) {
+            lock_client_destroy(lc);
+            rd_client_destroy(clients[i].rc);
+            clients[i].lc = NULL, clients[i].rc = NULL;
+            return;
+        }
+}
+
 static struct lock_client *client_wait(const char *version, long ttl_ms, long retry_ms,
                                        enum lock_wait wait, const char *instance)
 {
-    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, retry_ms, instance, wait, NULL, NULL, 0, NULL, NULL };
+    struct lock_config cfg = { .ttl_ms = ttl_ms, .retry_ms = retry_ms, .instance_id = instance,
+                               .wait = wait };
     struct lock_error err;
-    struct lock_client *lc = lock_client_create(lock_find(version), &cfg, &err);
+    struct lock_client *lc = client_try(version, redis_port, cfg, &err);
     if (lc == NULL) {
         fprintf(stderr, "lock_client_create %s: %s\n", version, err.msg);
         exit(2);
@@ -72,7 +112,7 @@ static void *rival_main(void *arg)
 
     rv->status = lock_acquire(rv->lc, ITEM, rv->wait_ms, &g, NULL, &err);
     if (rv->status == LOCK_OK)
-        lock_release(rv->lc, &g, NULL, &err);
+        lock_release(rv->lc, &g, NULL, NULL, &err);
     return NULL;
 }
 
@@ -123,7 +163,7 @@ static void test_basic(const char *version)
     snprintf(d, sizeof(d), "%s: another owner waits and times out", version);
     test_cond(d, rival_try(lc, 150) == LOCK_TIMEOUT);
     snprintf(d, sizeof(d), "%s: release", version);
-    test_cond(d, lock_release(lc, &g, NULL, &err) == LOCK_OK);
+    test_cond(d, lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK);
     if (uses_redis) {
         snprintf(d, sizeof(d), "%s: the lock key is gone after release", version);
         test_cond(d, !key_exists(c));
@@ -132,7 +172,7 @@ static void test_basic(const char *version)
     test_cond(d, rival_try(lc, 1000) == LOCK_OK);
     snprintf(d, sizeof(d), "%s: counters saw the grants and the timeout", version);
     test_cond(d, atomic_load(&lc->acquisitions) == 2 && atomic_load(&lc->timeouts) == 1);
-    lock_client_destroy(lc);
+    client_free(lc);
     redisFree(c);
 }
 
@@ -149,8 +189,8 @@ static void test_ttls(void)
     test_cond("v3: the lock key has no TTL", key_pttl(c) == -1);
     lock_sleep_ms(500);
     test_cond("v3: the key is still there after the would-be TTL", key_exists(c));
-    lock_release(lc, &g, NULL, &err);
-    lock_client_destroy(lc);
+    lock_release(lc, &g, NULL, NULL, &err);
+    client_free(lc);
 
     for (int i = 0; expiring[i]; i++) {
         char d[128];
@@ -165,7 +205,7 @@ static void test_ttls(void)
         test_cond(d, !key_exists(c));
         snprintf(d, sizeof(d), "%s: the grant reports its lease lost", expiring[i]);
         test_cond(d, lock_grant_is_lost(lc, &g));
-        lock_client_destroy(lc);
+        client_free(lc);
     }
     redisFree(c);
 }
@@ -186,11 +226,11 @@ static void test_foreign_release(void)
         other = g;
         strcpy(other.owner, "test-b:1");
         snprintf(d, sizeof(d), "%s: a release by a non-owner is refused", safe[i]);
-        test_cond(d, lock_release(lc, &other, NULL, &err) == LOCK_STOLEN);
+        test_cond(d, lock_release(lc, &other, NULL, NULL, &err) == LOCK_STOLEN);
         snprintf(d, sizeof(d), "%s: ... and the owner's key stays", safe[i]);
         test_cond(d, key_exists(c));
-        lock_release(lc, &g, NULL, &err);
-        lock_client_destroy(lc);
+        lock_release(lc, &g, NULL, NULL, &err);
+        client_free(lc);
     }
 
     struct lock_client *lc = client("v4", 5000, "test-a");
@@ -198,9 +238,9 @@ static void test_foreign_release(void)
     lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
     other = g;
     strcpy(other.owner, "test-b:1");
-    lock_release(lc, &other, NULL, &err);
+    lock_release(lc, &other, NULL, NULL, &err);
     test_cond("v4 (flaw): a release by a non-owner deletes the owner's key", !key_exists(c));
-    lock_client_destroy(lc);
+    client_free(lc);
     redisFree(c);
 }
 
@@ -218,11 +258,11 @@ static void test_reentrancy(void)
     redisReply *r = redisCommand(c, "HGET %s %s", KEY, outer.owner);
     test_cond("v7: the hash counts two holds", r && r->type == REDIS_REPLY_STRING && strcmp(r->str, "2") == 0);
     freeReplyObject(r);
-    test_cond("v7: first release", lock_release(lc, &inner, NULL, &err) == LOCK_OK);
+    test_cond("v7: first release", lock_release(lc, &inner, NULL, NULL, &err) == LOCK_OK);
     test_cond("v7: the key stays after the first release", key_exists(c));
-    test_cond("v7: second release", lock_release(lc, &outer, NULL, &err) == LOCK_OK);
+    test_cond("v7: second release", lock_release(lc, &outer, NULL, NULL, &err) == LOCK_OK);
     test_cond("v7: the key is gone after the second release", !key_exists(c));
-    lock_client_destroy(lc);
+    client_free(lc);
 
     const char *flat[] = { "v1", "v3", "v6", NULL };
     for (int i = 0; flat[i]; i++) {
@@ -234,8 +274,8 @@ static void test_reentrancy(void)
         int st = lock_acquire(lc, ITEM, 300, &inner, NULL, &err);
         snprintf(d, sizeof(d), "%s (flaw): a nested acquire waits on itself and times out", flat[i]);
         test_cond(d, st == LOCK_TIMEOUT && lock_now_ms() - t0 >= 250);
-        lock_release(lc, &outer, NULL, &err);
-        lock_client_destroy(lc);
+        lock_release(lc, &outer, NULL, NULL, &err);
+        client_free(lc);
     }
     redisFree(c);
 }
@@ -253,7 +293,7 @@ static void test_watchdog(void)
     test_cond("v8: the key outlives its TTL while held", key_exists(c));
     test_cond("v8: the watchdog renewed it", atomic_load(&lc->renewals) >= 2);
     test_cond("v8: the lease is not lost", !lock_grant_is_lost(lc, &g));
-    test_cond("v8: release", lock_release(lc, &g, NULL, &err) == LOCK_OK && !key_exists(c));
+    test_cond("v8: release", lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK && !key_exists(c));
 
     /* After release nothing renews: a look-alike key with our owner expires. */
     freeReplyObject(redisCommand(c, "HSET %s %s 1", KEY, g.owner));
@@ -268,8 +308,8 @@ static void test_watchdog(void)
     freeReplyObject(redisCommand(c, "HSET %s test-b:1 1", KEY));
     lock_sleep_ms(1000);
     test_cond("v8: a refused renewal marks the lease lost", lock_grant_is_lost(lc, &g) && atomic_load(&lc->lost_leases) >= 1);
-    test_cond("v8: the taken lock is not released by the loser", lock_release(lc, &g, NULL, &err) == LOCK_EXPIRED && key_exists(c));
-    lock_client_destroy(lc);
+    test_cond("v8: the taken lock is not released by the loser", lock_release(lc, &g, NULL, NULL, &err) == LOCK_EXPIRED && key_exists(c));
+    client_free(lc);
 
     /* A dead holder: its process is killed, nothing renews, the key expires. */
     key_del(c);
@@ -302,11 +342,19 @@ static void test_watchdog(void)
 /* v5 vs v6: the lease runs out inside release while another holder enters. */
 struct releaser { struct lock_client *lc; struct lock_grant g; int status; };
 
+/* The teaching fault release_gap_ms, as the service's pause between a release's steps. */
+static void gap_1600(void *arg)
+{
+    (void)arg;
+    lock_sleep_ms(1600);
+}
+
 static void *releaser_main(void *arg)
 {
     struct releaser *rl = arg;
     struct lock_error err;
-    rl->status = lock_release(rl->lc, &rl->g, NULL, &err);
+    struct lock_pause gap = { .fn = gap_1600 };
+    rl->status = lock_release(rl->lc, &rl->g, NULL, &gap, &err);
     return NULL;
 }
 
@@ -323,13 +371,12 @@ static void test_release_gap(const char *version, int expect_foreign_delete)
 
     key_del(c);
     lock_acquire(lc, ITEM, 1000, &rl.g, NULL, &err);
-    rl.g.release_gap_ms = 1600;
     pthread_create(&t, NULL, releaser_main, &rl); /* v5 checks ownership now, acts at 1.6 s */
     lock_sleep_ms(1200);                           /* A's 1 s lease has run out; B's runs to 2.2 s */
     int got = lock_acquire(lc_b, ITEM, 1000, &b, NULL, &err);
     pthread_join(t, NULL);
     int b_key = key_exists(c);
-    int b_release = lock_release(lc_b, &b, NULL, &err);
+    int b_release = lock_release(lc_b, &b, NULL, NULL, &err);
     if (expect_foreign_delete) {
         snprintf(d, sizeof(d), "%s (flaw): the late release deletes the next holder's lock", version);
         test_cond(d, got == LOCK_OK && !b_key);
@@ -341,8 +388,8 @@ static void test_release_gap(const char *version, int expect_foreign_delete)
         snprintf(d, sizeof(d), "%s: nothing is stolen", version);
         test_cond(d, b_release == LOCK_OK && atomic_load(&lc_b->stolen) == 0);
     }
-    lock_client_destroy(lc_b);
-    lock_client_destroy(lc);
+    client_free(lc_b);
+    client_free(lc);
     redisFree(c);
 }
 
@@ -356,15 +403,16 @@ static void test_scripts_and_errors(void)
     key_del(c);
     lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
     freeReplyObject(redisCommand(c, "SCRIPT FLUSH"));
-    test_cond("scripts are loaded again after SCRIPT FLUSH (NOSCRIPT)", lock_release(lc, &g, NULL, &err) == LOCK_OK && !key_exists(c));
+    test_cond("scripts are loaded again after SCRIPT FLUSH (NOSCRIPT)", lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK && !key_exists(c));
 
-    lock_client_destroy(lc);
-    struct lock_config cfg = { "127.0.0.1", 1, 5000, 5, "test-a", LOCK_WAIT_DEFAULT, NULL, NULL, 0, NULL, NULL };
-    lc = lock_client_create(lock_find("v7"), &cfg, &err);
+    client_free(lc);
+    struct lock_config cfg = { .ttl_ms = 5000, .retry_ms = 5, .instance_id = "test-a" };
+    lc = client_try("v7", 1, cfg, &err);
     memset(&err, 0, sizeof(err));
-    test_cond("an unreachable Redis gives LOCK_ERROR with io set",
-              lc && lock_acquire(lc, ITEM, 100, &g, NULL, &err) == LOCK_ERROR && err.io == 1 && err.msg[0]);
-    lock_client_destroy(lc);
+    test_cond("an unreachable Redis gives LOCK_ERROR, typed as a connection failure",
+              lc && lock_acquire(lc, ITEM, 100, &g, NULL, &err) == LOCK_ERROR &&
+                  err.fault == LOCK_E_CONNECTION && lock_fault_is_io(err.fault) && err.msg[0]);
+    client_free(lc);
     redisFree(c);
 }
 
@@ -384,7 +432,7 @@ static void *timed_rival_main(void *arg)
     if (rv->status == LOCK_OK) {
         rv->order = atomic_fetch_add(&grant_seq, 1);
         lock_sleep_ms(20);
-        lock_release(rv->lc, &g, NULL, &err);
+        lock_release(rv->lc, &g, NULL, NULL, &err);
     }
     return NULL;
 }
@@ -409,7 +457,7 @@ static void test_notify(void)
         rv = (struct timed_rival){ waiter, 8000, -1, 0, 0 };
         pthread_create(&t, NULL, timed_rival_main, &rv);
         lock_sleep_ms(300);       /* the waiter has tried once and sleeps */
-        lock_release(holder, &g, NULL, &err);
+        lock_release(holder, &g, NULL, NULL, &err);
         pthread_join(t, NULL);
         if (w == LOCK_WAIT_NOTIFY) {
             test_cond("notify: the release wakes the waiter long before a 3 s poll would",
@@ -420,8 +468,8 @@ static void test_notify(void)
             test_cond("poll: the waiter sleeps out its 3 s retry interval",
                       rv.status == LOCK_OK && rv.waited_ms >= 2500);
         }
-        lock_client_destroy(waiter);
-        lock_client_destroy(holder);
+        client_free(waiter);
+        client_free(holder);
     }
 
     /* A holder that never releases: its key expires, no message comes. */
@@ -446,17 +494,19 @@ static void test_notify(void)
         pthread_create(&qt[i], NULL, timed_rival_main, &q[i]);
         lock_sleep_ms(100);
     }
-    lock_release(lc, &g, NULL, &err);
+    lock_release(lc, &g, NULL, NULL, &err);
     for (int i = 0; i < 3; i++)
         pthread_join(qt[i], NULL);
     test_cond("notify: local waiters are granted in the order they came",
               q[0].order == 0 && q[1].order == 1 && q[2].order == 2);
-    lock_client_destroy(lc);
+    client_free(lc);
 
-    struct lock_config cfg = { "127.0.0.1", redis_port, 5000, 5, "test-a", LOCK_WAIT_NOTIFY, NULL, NULL, 0, NULL, NULL };
+    struct lock_config cfg = { .ttl_ms = 5000, .retry_ms = 5, .instance_id = "test-a",
+                               .wait = LOCK_WAIT_NOTIFY };
     memset(&err, 0, sizeof(err));
     test_cond("v1 cannot wait by notify: the client says so",
-              lock_client_create(lock_find("v1"), &cfg, &err) == NULL && strstr(err.msg, "v1"));
+              client_try("v1", redis_port, cfg, &err) == NULL && err.fault == LOCK_E_USAGE &&
+                  strstr(err.msg, "v1"));
     redisFree(c);
 }
 
@@ -489,7 +539,7 @@ static void test_wanted(void)
     for (int i = 0; i < 200 && !(asked = lock_grant_is_wanted(holder, &g)); i++)
         lock_sleep_ms(10);
     test_cond("wanted: a refused waiter of another process asks for the lock", asked);
-    lock_release(holder, &g, NULL, &err);
+    lock_release(holder, &g, NULL, NULL, &err);
     t0 = lock_now_ms();
     st = lock_acquire(holder, ITEM, 8000, &again, NULL, &err);
     holder_order = atomic_fetch_add(&grant_seq, 1);
@@ -504,19 +554,19 @@ static void test_wanted(void)
     rv = (struct timed_rival){ waiter, 200, -1, 0, -1 };
     pthread_create(&t, NULL, timed_rival_main, &rv);
     pthread_join(t, NULL);
-    lock_release(holder, &again, NULL, &err);
+    lock_release(holder, &again, NULL, NULL, &err);
     st = lock_acquire(holder, ITEM, 8000, &again, NULL, &err);
     test_cond("wanted: after giving way, the holder's next try waits (at most retry_ms) for the one that asked",
               rv.status == LOCK_TIMEOUT && st == LOCK_OK && again.waited_ms >= 300 &&
                   again.waited_ms < 1500);
-    lock_release(holder, &again, NULL, &err);
+    lock_release(holder, &again, NULL, NULL, &err);
 
     lock_acquire(poller, ITEM, 1000, &g, NULL, &err);
     test_cond("wanted: a version that polls never says so", !lock_grant_is_wanted(poller, &g));
-    lock_release(poller, &g, NULL, &err);
-    lock_client_destroy(poller);
-    lock_client_destroy(waiter);
-    lock_client_destroy(holder);
+    lock_release(poller, &g, NULL, NULL, &err);
+    client_free(poller);
+    client_free(waiter);
+    client_free(holder);
     redisFree(c);
 }
 
@@ -549,23 +599,24 @@ static void test_fenced(void)
               lock_acquire(a, ITEM, 1000, &inner, NULL, &err) == LOCK_OK && inner.token == t1 &&
                   inner.depth == 2);
     test_cond("v9: a nested grant takes no token", fence_now(c) == 42);
-    lock_release(a, &inner, NULL, &err);
+    lock_release(a, &inner, NULL, NULL, &err);
     test_cond("v9: another process is refused while it is held",
               lock_acquire(b, ITEM, 100, &later, NULL, &err) == LOCK_TIMEOUT);
     lock_sleep_ms(1200);
     test_cond("v9: the watchdog keeps the lease past its TTL", key_exists(c) && !lock_grant_is_lost(a, &g));
-    test_cond("v9: release", lock_release(a, &g, NULL, &err) == LOCK_OK && !key_exists(c));
+    test_cond("v9: release", lock_release(a, &g, NULL, NULL, &err) == LOCK_OK && !key_exists(c));
     test_cond("v9: the next grant, in another process, has a greater token",
               lock_acquire(b, ITEM, 1000, &later, NULL, &err) == LOCK_OK && later.token == t1 + 1);
-    lock_release(b, &later, NULL, &err);
+    lock_release(b, &later, NULL, NULL, &err);
     fence = fence_now(c);
     test_cond("v9: fence:{I} counts the grants", fence == t1 + 1);
-    lock_client_destroy(b);
-    lock_client_destroy(a);
+    client_free(b);
+    client_free(a);
     redisFree(c);
 }
 
-/* Riders: a read after the granting try and writes before the release, one round trip each. */
+/* Batches the caller owns: a read after the granting try and writes before the release,
+ * one round trip each. */
 static void test_riders(void)
 {
     const char *versions[] = { "v1", "v6", "v8", NULL };
@@ -574,25 +625,25 @@ static void test_riders(void)
     for (int i = 0; versions[i]; i++) {
         char d[160];
         struct lock_client *lc = client(versions[i], 5000, "test-a");
-        struct lock_rider read = { 0 }, write = { 0 };
+        struct rd_batch read = { 0 }, write = { 0 };
         struct lock_grant g;
         struct lock_error err;
 
         key_del(c);
         freeReplyObject(redisCommand(c, "SET rider:{test} 41"));
-        lock_rider_add(&read, "GET rider:{test}");
+        rd_batch_add(&read, &err, "GET rider:{test}");
         int st = lock_acquire(lc, ITEM, 1000, &g, &read, &err);
         snprintf(d, sizeof(d), "%s: the read riding with acquire comes back with the grant", versions[i]);
-        test_cond(d, st == LOCK_OK && read.replies[0] && read.replies[0]->type == REDIS_REPLY_STRING &&
-                     strcmp(read.replies[0]->str, "41") == 0);
-        lock_rider_add(&write, "INCR rider:{test}");
-        st = lock_release(lc, &g, &write, &err);
+        test_cond(d, st == LOCK_OK && read.reply[0] && read.reply[0]->type == RD_STRING &&
+                     strcmp(read.reply[0]->str, "41") == 0);
+        rd_batch_add(&write, &err, "INCR rider:{test}");
+        st = lock_release(lc, &g, &write, NULL, &err);
         snprintf(d, sizeof(d), "%s: the write riding with release is applied, the lock given back", versions[i]);
-        test_cond(d, st == LOCK_OK && write.replies[0] && write.replies[0]->type == REDIS_REPLY_INTEGER &&
-                     write.replies[0]->integer == 42 && (!lc->ops->remote || !key_exists(c)));
-        lock_rider_reset(&read);
-        lock_rider_reset(&write);
-        lock_client_destroy(lc);
+        test_cond(d, st == LOCK_OK && write.reply[0] && write.reply[0]->type == RD_INTEGER &&
+                     write.reply[0]->integer == 42 && (!lc->ops->remote || !key_exists(c)));
+        rd_batch_reset(&read);
+        rd_batch_reset(&write);
+        client_free(lc);
     }
     redisFree(c);
 }
@@ -636,9 +687,10 @@ static struct lock_client *redlock_client(int up, int down, long ttl_ms, char *m
     for (int i = 0; i < up + down; i++)
         at += (size_t)snprintf(masters + at, size - at, "%s127.0.0.1:%d", i ? "," : "",
                                i < up ? master_ports[i] : dead_port());
-    struct lock_config cfg = { "127.0.0.1", redis_port, ttl_ms, 5, "test-a", LOCK_WAIT_DEFAULT, masters, NULL, 0, NULL, NULL };
+    struct lock_config cfg = { .ttl_ms = ttl_ms, .retry_ms = 5, .instance_id = "test-a",
+                               .lock_masters = masters };
     struct lock_error err;
-    struct lock_client *lc = lock_client_create(lock_find("v10"), &cfg, &err);
+    struct lock_client *lc = client_try("v10", redis_port, cfg, &err);
     if (lc == NULL) {
         fprintf(stderr, "lock_client_create v10: %s\n", err.msg);
         exit(2);
@@ -688,7 +740,7 @@ static void test_redlock(void)
             test_cond(d, st == LOCK_OK && g.valid_until_ms - g.acquired_ms <= 2000 - 2000 / 100 - 2 &&
                          g.valid_until_ms > lock_now_ms());
             snprintf(d, sizeof(d), "v10: %d of %d up: released on every master up", up, n);
-            test_cond(d, lock_release(lc, &g, NULL, &err) == LOCK_OK && held_on(m, up) == 0);
+            test_cond(d, lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK && held_on(m, up) == 0);
         } else {
             snprintf(d, sizeof(d), "v10: %d of %d masters up, quorum %d: unavailable at once (%lld ms)",
                      up, n, n / 2 + 1, took);
@@ -696,7 +748,7 @@ static void test_redlock(void)
             snprintf(d, sizeof(d), "v10: %d of %d up: the minority's keys given back at once", up, n);
             test_cond(d, held_on(m, up) == 0);
         }
-        lock_client_destroy(lc);
+        client_free(lc);
     }
 
     /* Renewal by quorum: two of three masters keep a 300 ms lease for a second. */
@@ -707,8 +759,8 @@ static void test_redlock(void)
     lock_sleep_ms(1000);
     test_cond("v10: renewed by a quorum (2 of 3) past three leases: not lost, held on both",
               !lock_grant_is_lost(lc, &g) && held_on(m, 2) == 2);
-    test_cond("v10: release", lock_release(lc, &g, NULL, &err) == LOCK_OK && held_on(m, 2) == 0);
-    lock_client_destroy(lc);
+    test_cond("v10: release", lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK && held_on(m, 2) == 0);
+    client_free(lc);
 
     /* Renewal that finds a quorum no longer held: two masters forgot the key. */
     lc = redlock_client(3, 0, 300, masters, sizeof(masters));
@@ -719,29 +771,29 @@ static void test_redlock(void)
     test_cond("v10: two masters forgot the key: the next renewal reports the lease lost",
               lock_grant_is_lost(lc, &g));
     test_cond("v10: its release (one of three held it) reports the lease expired, deletes it there",
-              lock_release(lc, &g, NULL, &err) == LOCK_EXPIRED && held_on(m, 3) == 0);
+              lock_release(lc, &g, NULL, NULL, &err) == LOCK_EXPIRED && held_on(m, 3) == 0);
 
     /* A release that reaches only some masters: one forgot the key (a quorum still gives
      * it back), then two stall past the per-master timeout (fewer than a quorum answer). */
     test_cond("v10: acquire again", lock_acquire(lc, ITEM, 1000, &g, NULL, &err) == LOCK_OK);
     freeReplyObject(redisCommand(m[2], "DEL %s", KEY));
     test_cond("v10: a release that two of three held: given back (a quorum)",
-              lock_release(lc, &g, NULL, &err) == LOCK_OK && held_on(m, 3) == 0);
-    lock_client_destroy(lc);
+              lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK && held_on(m, 3) == 0);
+    client_free(lc);
     lc = redlock_client(3, 0, 1000, masters, sizeof(masters));
     test_cond("v10: acquire with a 1 s lease", lock_acquire(lc, ITEM, 1000, &g, NULL, &err) == LOCK_OK);
     freeReplyObject(redisCommand(m[1], "CLIENT PAUSE 1500 ALL"));
     freeReplyObject(redisCommand(m[2], "CLIENT PAUSE 1500 ALL"));
     long long t0 = lock_now_ms();
-    int st = lock_release(lc, &g, NULL, &err);
+    int st = lock_release(lc, &g, NULL, NULL, &err);
     long long took = lock_now_ms() - t0;
     snprintf(d, sizeof(d), "v10: two masters stalled 1.5 s: the release reaches one, reports an error in %lld ms", took);
     test_cond(d, st == LOCK_ERROR && took < 1000 && cmd_int(m[0], "EXISTS %s", KEY) == 0);
     lock_sleep_ms(1600);   /* the stall ends; whatever the stalled masters kept has expired */
     test_cond("v10: after the stall and the lease, the lock is free again",
               lock_acquire(lc, ITEM, 1000, &g, NULL, &err) == LOCK_OK &&
-                  lock_release(lc, &g, NULL, &err) == LOCK_OK && held_on(m, 3) == 0);
-    lock_client_destroy(lc);
+                  lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK && held_on(m, 3) == 0);
+    client_free(lc);
     for (int i = 0; i < 3; i++)
         redisFree(m[i]);
 }

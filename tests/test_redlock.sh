@@ -117,7 +117,7 @@ check_eq "  nothing oversold: the fenced write refused the older token (sold + s
 # The model's v10 restart, in the order the old fenced write let through: the older token
 # writes after the newer grant has read the stock and before it writes. H is driven by hand
 # with the scripts themselves (lock/scripts/v7_acquire.lua on masters 1 and 2 while 3 is
-# down, its token from fence:{I}, its read; service/scripts/sale_write_fenced.lua): a
+# down, its token from fence:{I}, its read; build/scripts/sale_write_fenced.lua, the script whole): a
 # service cannot be held between its lease check and its write on cue. Master 1 then
 # restarts empty and master 3 comes back; A, a real instance, wins 1 and 3, takes the next
 # token and reads 10, and works; then H's write arrives. Nobody has written since A's
@@ -136,9 +136,9 @@ BODY="$T_TMP/newer.json" sale "$A" older work_ms=1500 > "$T_TMP/newer.code" &
 ap=$!
 a_has_read() { [ "$(rcli get 'fence:{older}')" = $((h_token + 1)) ] && [ "$(rcli scard 'probe:{older}')" = 1 ]; }
 check "  master 1 restarts empty: A wins 1 and 3 too, takes token $((h_token + 1)) and reads" wait_until 5 "" a_has_read
-h_write=$(rcli --eval service/scripts/sale_write_fenced.lua 'stock:{older}' 'sold:{older}' 'orders:{older}' \
+h_write=$(rcli --eval build/scripts/sale_write_fenced.lua 'stock:{older}' 'sold:{older}' 'orders:{older}' \
           'written:{older}' 'fence:{older}' , "$h_read" 1 by-hand by-hand:1 "$h_token" 1 older '' h-older 2>&1)
-check_eq "  H's write arrives (stock read $h_read, token $h_token) while A works: refused" lease_lost "${h_write#ERR }"
+check_eq "  H's write arrives (stock read $h_read, token $h_token) while A works: refused" lease_lost "${h_write%% *}"
 wait "$ap"
 check_eq "  A's sale: 200" 200 "$(cat "$T_TMP/newer.code")"
 check_eq "  nothing oversold: stock 9, sold 1, ledger 1" "9 1 1" "$(state older)"

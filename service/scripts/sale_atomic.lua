@@ -1,42 +1,40 @@
 -- sale_atomic.lua - the whole sale in one script: no lock, nothing can run in between.
--- KEYS[1] stock:{I}, KEYS[2] sold:{I}, KEYS[3] orders:{I}; a sale with an idempotency
--- key K (then one sale) adds KEYS[4] idem:{I}:K, its first answer, and KEYS[5]
--- idem-item:K, the item K was first used for. ARGV[1] instance name, ARGV[2] sales wanted
--- n, ARGV[3] item, ARGV[4] the key's TTL in ms, ARGV[5..4+n] the sales' request ids.
--- Sells min(n, stock). Returns {sold, stock left}; with a key seen before, its first
--- answer (a string, "STATUS REMAINING TOKEN INSTANCE REQUEST": nothing sold again);
--- errors unknown_item, bad_stock, key_reused ITEM.
-local keyed = #KEYS == 5
+-- Sells min(n, stock) of n sales wanted. Returns {sold, stock left}; with a key seen
+-- before, its first answer (a string, "STATUS REMAINING TOKEN INSTANCE REQUEST": nothing
+-- sold again); errors unknown_item, bad_stock, key_reused ITEM (an error's first word is
+-- its code: the service reads only that).
+-- KEYS and ARGV by name (the C side reads these two lines too, build/script_args.h); a
+-- sale with an idempotency key (then one sale) passes the last two keys.
+local KEY = {stock = 1, sold = 2, orders = 3, record = 4, binding = 5}
+local ARG = {instance = 1, count = 2, item = 3, idem_ttl = 4, requests = 5}
+-- include: idempotency.lua
+local keyed = #KEYS == KEY.binding
 if keyed then
-    local item = redis.call('get', KEYS[5])
-    if item and item ~= ARGV[3] then
-        return redis.error_reply('key_reused ' .. item)
-    end
-    local first = redis.call('get', KEYS[4])
-    if first then
-        return first
+    local early = idem_seen(KEYS[KEY.record], KEYS[KEY.binding], ARGV[ARG.item])
+    if early then
+        return early
     end
 end
-local s = redis.call('get', KEYS[1])
+local s = redis.call('get', KEYS[KEY.stock])
 if not s then
-    return redis.error_reply('unknown_item')
+    return redis.error_reply('unknown_item no stock key')
 end
 if not string.match(s, '^-?%d+$') then
-    return redis.error_reply('bad_stock')
+    return redis.error_reply('bad_stock the stock is not an integer')
 end
 local n = tonumber(s)
-local k = math.max(math.min(tonumber(ARGV[2]), n), 0)
+local k = math.max(math.min(tonumber(ARGV[ARG.count]), n), 0)
 if k > 0 then
-    redis.call('set', KEYS[1], n - k)
-    redis.call('incrby', KEYS[2], k)
+    redis.call('set', KEYS[KEY.stock], n - k)
+    redis.call('incrby', KEYS[KEY.sold], k)
 end
 for i = 1, k do
-    redis.call('xadd', KEYS[3], '*', 'instance', ARGV[1], 'remaining', n - i, 'token', 0,
-               'request', ARGV[4 + i])
+    redis.call('xadd', KEYS[KEY.orders], '*', 'instance', ARGV[ARG.instance], 'remaining', n - i,
+               'token', 0, 'request', ARGV[ARG.requests + i - 1])
 end
 if keyed then
     local answer = k > 0 and ('200 ' .. (n - 1)) or '409 0'
-    redis.call('set', KEYS[5], ARGV[3], 'px', ARGV[4])
-    redis.call('set', KEYS[4], answer .. ' 0 ' .. ARGV[1] .. ' ' .. ARGV[5], 'px', ARGV[4])
+    idem_keep(KEYS[KEY.record], KEYS[KEY.binding], ARGV[ARG.item], ARGV[ARG.idem_ttl],
+              answer .. ' 0 ' .. ARGV[ARG.instance] .. ' ' .. ARGV[ARG.requests])
 end
 return {k, n - k}

@@ -2,52 +2,50 @@
 -- grant's token, with the batch's number within the grant, is strictly greater than the
 -- last writer's, and the token is not older than the last one issued (Kleppmann's
 -- fencing, checked where the stock is written).
--- KEYS[1] stock:{I}, KEYS[2] sold:{I}, KEYS[3] orders:{I}, KEYS[4] written:{I} (a hash:
--- token and batch of the last write), KEYS[5] fence:{I} (the last token issued); a sale
--- with an idempotency key K (then one sale) adds KEYS[6] idem:{I}:K and KEYS[7]
--- idem-item:K (see sale_atomic.lua). ARGV[1] stock read under the lock, ARGV[2] sales k,
--- ARGV[3] instance, ARGV[4] owner, ARGV[5] token, ARGV[6] batch (1, 2, ... in the
--- grant), ARGV[7] item, ARGV[8] the key's TTL in ms, ARGV[9..8+k] the sales' request ids
--- (with a key, ARGV[9] even when k is 0).
 -- Writes stock - k, sold + k, k entries and the new last writer. Returns k; with a key
 -- seen before, its first answer (a string: nothing written); errors lease_lost (nothing
--- written), key_reused ITEM.
+-- written), key_reused ITEM (an error's first word is its code: the service reads only that).
+-- KEYS and ARGV by name (the C side reads these two lines too, build/script_args.h):
+-- KEY.written is a hash (token and batch of the last write), KEY.fence the last token
+-- issued; a sale with an idempotency key (then one sale) passes the last two keys.
+-- ARG.stock is the stock read under the lock, ARG.count the sales k, ARG.batch 1, 2, ...
+-- within the grant; ARG.requests the first of k request ids (with a key, there even
+-- when k is 0).
 -- Why the last token issued: a holder paused after its lease check writes after the next
 -- holder was granted and read the stock, but before that one wrote; against the last
 -- writer alone its token would pass, and the next holder's write, on its stale read, too.
-local keyed = #KEYS == 7
+local KEY = {stock = 1, sold = 2, orders = 3, written = 4, fence = 5, record = 6, binding = 7}
+local ARG = {stock = 1, count = 2, instance = 3, owner = 4, token = 5, batch = 6, item = 7,
+             idem_ttl = 8, requests = 9}
+-- include: idempotency.lua
+local keyed = #KEYS == KEY.binding
 if keyed then
-    local item = redis.call('get', KEYS[7])
-    if item and item ~= ARGV[7] then
-        return redis.error_reply('key_reused ' .. item)
-    end
-    local first = redis.call('get', KEYS[6])
-    if first then
-        return first
+    local early = idem_seen(KEYS[KEY.record], KEYS[KEY.binding], ARGV[ARG.item])
+    if early then
+        return early
     end
 end
-local last = redis.call('hmget', KEYS[4], 'token', 'batch')
+local last = redis.call('hmget', KEYS[KEY.written], 'token', 'batch')
 local last_token, last_batch = tonumber(last[1]) or 0, tonumber(last[2]) or 0
-local issued = tonumber(redis.call('get', KEYS[5])) or 0
-local token, batch = tonumber(ARGV[5]), tonumber(ARGV[6])
+local issued = tonumber(redis.call('get', KEYS[KEY.fence])) or 0
+local token, batch = tonumber(ARGV[ARG.token]), tonumber(ARGV[ARG.batch])
 if token < issued or token < last_token or (token == last_token and batch <= last_batch) then
-    return redis.error_reply('lease_lost')
+    return redis.error_reply('lease_lost the token is older than the last write or the last token issued')
 end
-local stock = tonumber(ARGV[1])
-local k = tonumber(ARGV[2])
-redis.call('hset', KEYS[4], 'token', token, 'batch', batch)
+local stock = tonumber(ARGV[ARG.stock])
+local k = tonumber(ARGV[ARG.count])
+redis.call('hset', KEYS[KEY.written], 'token', token, 'batch', batch)
 if k > 0 then
-    redis.call('set', KEYS[1], stock - k)
-    redis.call('incrby', KEYS[2], k)
+    redis.call('set', KEYS[KEY.stock], stock - k)
+    redis.call('incrby', KEYS[KEY.sold], k)
 end
 for i = 1, k do
-    redis.call('xadd', KEYS[3], '*', 'instance', ARGV[3], 'remaining', stock - i,
-               'token', ARGV[5], 'owner', ARGV[4], 'request', ARGV[8 + i])
+    redis.call('xadd', KEYS[KEY.orders], '*', 'instance', ARGV[ARG.instance], 'remaining', stock - i,
+               'token', ARGV[ARG.token], 'owner', ARGV[ARG.owner], 'request', ARGV[ARG.requests + i - 1])
 end
 if keyed then
     local answer = k > 0 and ('200 ' .. (stock - 1)) or '409 0'
-    redis.call('set', KEYS[7], ARGV[7], 'px', ARGV[8])
-    redis.call('set', KEYS[6], answer .. ' ' .. ARGV[5] .. ' ' .. ARGV[3] .. ' ' .. ARGV[9],
-               'px', ARGV[8])
+    idem_keep(KEYS[KEY.record], KEYS[KEY.binding], ARGV[ARG.item], ARGV[ARG.idem_ttl],
+              answer .. ' ' .. ARGV[ARG.token] .. ' ' .. ARGV[ARG.instance] .. ' ' .. ARGV[ARG.requests])
 end
 return k

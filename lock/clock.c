@@ -1,0 +1,39 @@
+/* clock.c - Monotonic milliseconds and sleeps. */
+#include "lock/clock.h"
+
+#include <errno.h>
+
+long long lock_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void lock_sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+    while (ms > 0 && nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+struct timespec lock_realtime_in(long ms)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+struct timespec lock_monotonic_at(long long until_ms)
+{
+    return (struct timespec){ until_ms / 1000, (until_ms % 1000) * 1000000L };
+}

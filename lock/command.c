@@ -1,0 +1,77 @@
+/* command.c - How a store talks to the data Redis: one command or script with what the
+ * caller sent along (a trip), in one round trip, through the Redis layer. */
+#include "lock/internal.h"
+
+#include <stdarg.h>
+
+/* Runs the one command of b with trip's batches around it; b is reset. */
+static struct rd_reply *run(struct lock_client *lc, const struct lock_trip *trip,
+                            struct rd_batch *b, int types, const char *what,
+                            struct lock_error *err)
+{
+    struct rd_reply *r = NULL;
+
+    if (rd_round_trip(lc->redis, trip ? trip->before : NULL, b, trip ? trip->after : NULL,
+                      err) == LOCK_OK) {
+        r = rd_expect(b->reply[0], types, what, err);
+        b->reply[0] = NULL;
+    }
+    rd_batch_reset(b);
+    return r;
+}
+
+struct rd_reply *lock_command(struct lock_client *lc, const struct lock_trip *trip, int types,
+                              struct lock_error *err, const char *fmt, ...)
+{
+    struct rd_batch b = { 0 };
+    va_list ap;
+    int st;
+
+    va_start(ap, fmt);
+    st = rd_batch_vadd(&b, err, fmt, ap);
+    va_end(ap);
+    if (st != LOCK_OK)
+        return NULL;
+    return run(lc, trip, &b, types, fmt, err);
+}
+
+struct rd_reply *lock_eval(struct lock_client *lc, const struct lock_trip *trip,
+                           const struct rd_script *s, int types, int nkeys, int nargs,
+                           const char **argv, struct lock_error *err)
+{
+    struct rd_batch b = { 0 };
+
+    if (rd_batch_add_eval(&b, s, nkeys, nargs, argv, err) != LOCK_OK)
+        return NULL;
+    return run(lc, trip, &b, types, s->name, err);
+}
+
+int lock_trip_send(struct lock_client *lc, const struct lock_trip *trip, struct lock_error *err)
+{
+    if (trip == NULL || ((trip->before == NULL || trip->before->n == 0) &&
+                         (trip->after == NULL || trip->after->n == 0)))
+        return LOCK_OK;
+    return rd_round_trip(lc->redis, trip->before, NULL, trip->after, err);
+}
+
+void lock_pause_here(struct lock_client *lc, struct lock_trip *trip)
+{
+    struct lock_error ignored;
+    struct lock_trip writes = lock_trip_before(trip);
+
+    if (trip == NULL || trip->pause == NULL || trip->pause->fn == NULL)
+        return;
+    lock_trip_send(lc, &writes, &ignored);
+    trip->before = NULL;
+    trip->pause->fn(trip->pause->arg);
+}
+
+struct lock_trip lock_trip_before(const struct lock_trip *trip)
+{
+    return (struct lock_trip){ .before = trip ? trip->before : NULL };
+}
+
+struct lock_trip lock_trip_after(const struct lock_trip *trip)
+{
+    return (struct lock_trip){ .after = trip ? trip->after : NULL };
+}

@@ -1,0 +1,302 @@
+/* call.c - Commands on the calling thread's connection: batches the caller owns, sent
+ * in one round trip; scripts by SHA with the one NOSCRIPT path; one command alone; one
+ * command on several servers at once. */
+#include "lock/redis/internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lock/clock.h"
+
+/* --- batches --- */
+
+/* Appends the formatted command cmd of len bytes (taken: freed here) for script s. */
+static int batch_append(struct rd_batch *b, char *cmd, int len, const struct rd_script *s,
+                        struct lock_error *err)
+{
+    char *grown;
+
+    if (len < 0)
+        return lock_fail(err, LOCK_E_NOMEM, "cannot format the command");
+    if (b->n >= RD_BATCH_MAX || (grown = realloc(b->buf, b->len + (size_t)len)) == NULL) {
+        free(cmd);
+        return lock_fail(err, LOCK_E_NOMEM, "batch full or out of memory");
+    }
+    memcpy(grown + b->len, cmd, (size_t)len);
+    free(cmd);
+    b->buf = grown;
+    b->off[b->n] = b->len;
+    b->script[b->n] = s;
+    b->len += (size_t)len;
+    b->off[++b->n] = b->len;
+    return LOCK_OK;
+}
+
+int rd_batch_vadd(struct rd_batch *b, struct lock_error *err, const char *fmt, va_list ap)
+{
+    char *cmd = NULL;
+    int len = redisvFormatCommand(&cmd, fmt, ap);
+
+    return batch_append(b, cmd, len, NULL, err);
+}
+
+int rd_batch_add(struct rd_batch *b, struct lock_error *err, const char *fmt, ...)
+{
+    va_list ap;
+    int st;
+
+    va_start(ap, fmt);
+    st = rd_batch_vadd(b, err, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+int rd_batch_add_argv(struct rd_batch *b, int argc, const char **argv, struct lock_error *err)
+{
+    char *cmd = NULL;
+    int len = redisFormatCommandArgv(&cmd, argc, argv, NULL);
+
+    return batch_append(b, cmd, len, NULL, err);
+}
+
+int rd_batch_add_eval(struct rd_batch *b, const struct rd_script *s, int nkeys, int nargs,
+                      const char **argv, struct lock_error *err)
+{
+    enum { ARGS_MAX = 320 };   /* a combined sale's write: keys, args, a request id per sale */
+    const char *cmd[ARGS_MAX + 3];
+    char numkeys[16], *out = NULL;
+
+    if (nkeys < 0 || nargs < 0 || nkeys + nargs > ARGS_MAX)
+        return lock_fail(err, LOCK_E_USAGE, "%s: too many script arguments", s->name);
+    snprintf(numkeys, sizeof(numkeys), "%d", nkeys);
+    cmd[0] = "EVALSHA";
+    cmd[1] = s->sha;
+    cmd[2] = numkeys;
+    memcpy(cmd + 3, argv, sizeof(*argv) * (size_t)(nkeys + nargs));
+    return batch_append(b, out, redisFormatCommandArgv(&out, 3 + nkeys + nargs, cmd, NULL), s, err);
+}
+
+static void free_replies(struct rd_batch *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        rd_reply_free(b->reply[i]);
+        b->reply[i] = NULL;
+    }
+}
+
+void rd_batch_reset(struct rd_batch *b)
+{
+    free_replies(b);
+    free(b->buf);
+    memset(b, 0, sizeof(*b));
+}
+
+/* --- the round trip --- */
+
+/* Appends commands from..to of b to the connection's output. */
+static void send_range(redisContext *c, struct rd_batch *b, int from, int to)
+{
+    if (b && to > from) {
+        redisAppendFormattedCommand(c, b->buf + b->off[from], b->off[to] - b->off[from]);
+        b->sent = 1;
+    }
+}
+
+/* Reads one reply per command from..to of b. LOCK_ERROR when the connection broke. */
+static int read_range(redisContext *c, struct rd_batch *b, int from, int to, struct lock_error *err)
+{
+    for (int i = from; b && i < to; i++) {
+        void *r = NULL;
+        rd_reply_free(b->reply[i]);
+        b->reply[i] = NULL;
+        if (redisGetReply(c, &r) != REDIS_OK)
+            return rd_context_error(c, "reply", err);
+        b->reply[i] = r;
+    }
+    return LOCK_OK;
+}
+
+/* SCRIPT LOAD s on c: LOCK_OK when Redis has it under the sha we call it by. */
+static int script_load(struct rd_conn *cn, const struct rd_script *s, struct lock_error *err)
+{
+    struct rd_reply *r = rd_conn_command(cn, RD_T(RD_STRING), err, "SCRIPT LOAD %s", s->source);
+    int same;
+
+    if (r == NULL)
+        return LOCK_ERROR;
+    same = strcmp(r->str, s->sha) == 0;
+    rd_reply_free(r);
+    if (!same)
+        return lock_fail(err, LOCK_E_PROTOCOL, "%s: Redis's sha is not the one built in", s->name);
+    if (cn->nknown < RD_SCRIPTS_KNOWN)
+        cn->known[cn->nknown++] = s;
+    return LOCK_OK;
+}
+
+/* Loads the scripts of b that this connection has not loaded yet (b goes before another
+ * command: a NOSCRIPT there could not be mended by sending it again). */
+static int scripts_known(struct rd_conn *cn, const struct rd_batch *b, struct lock_error *err)
+{
+    for (int i = 0; b && i < b->n; i++) {
+        int known = b->script[i] == NULL;
+        for (int k = 0; k < cn->nknown && !known; k++)
+            known = cn->known[k] == b->script[i];
+        if (!known && script_load(cn, b->script[i], err) != LOCK_OK)
+            return LOCK_ERROR;
+    }
+    return LOCK_OK;
+}
+
+/* The one NOSCRIPT path: loads every script Redis said it did not have; sends those of
+ * main again, followed by all of after (before's are not sent twice: what came after
+ * them ran without them, so their caller decides). LOCK_OK or LOCK_ERROR. */
+static int resend_noscript(struct rd_conn *cn, struct rd_batch *before, struct rd_batch *main,
+                           struct rd_batch *after, struct lock_error *err)
+{
+    int again[RD_BATCH_MAX], n = 0;
+
+    for (int i = 0; before && i < before->n; i++)
+        if (before->reply[i] && before->reply[i]->fault == LOCK_E_NOSCRIPT && before->script[i] &&
+            script_load(cn, before->script[i], err) != LOCK_OK)
+            return LOCK_ERROR;
+    for (int i = 0; main && i < main->n; i++)
+        if (main->reply[i] && main->reply[i]->fault == LOCK_E_NOSCRIPT && main->script[i]) {
+            if (script_load(cn, main->script[i], err) != LOCK_OK)
+                return LOCK_ERROR;
+            again[n++] = i;
+        }
+    if (n == 0)
+        return LOCK_OK;
+    for (int k = 0; k < n; k++)
+        send_range(cn->c, main, again[k], again[k] + 1);
+    send_range(cn->c, after, 0, after ? after->n : 0);
+    for (int k = 0; k < n; k++)
+        if (read_range(cn->c, main, again[k], again[k] + 1, err) != LOCK_OK)
+            return LOCK_ERROR;
+    return read_range(cn->c, after, 0, after ? after->n : 0, err);
+}
+
+/* 1 when a reply of b says its server cannot take writes now (READONLY, LOADING). */
+static int demoted(const struct rd_batch *b)
+{
+    for (int i = 0; b && i < b->n; i++)
+        if (b->reply[i] && lock_fault_is_io(b->reply[i]->fault))
+            return 1;
+    return 0;
+}
+
+int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch *main,
+                  struct rd_batch *after, struct lock_error *err)
+{
+    struct rd_conn *cn = rd_thread_conn(rc, NULL, err);
+    int st;
+
+    if (cn == NULL)
+        return LOCK_ERROR;
+    if (scripts_known(cn, before, err) != LOCK_OK) {
+        rd_conn_failed(rc, err);
+        return LOCK_ERROR;
+    }
+    send_range(cn->c, before, 0, before ? before->n : 0);
+    send_range(cn->c, main, 0, main ? main->n : 0);
+    send_range(cn->c, after, 0, after ? after->n : 0);
+    st = read_range(cn->c, before, 0, before ? before->n : 0, err);
+    if (st == LOCK_OK)
+        st = read_range(cn->c, main, 0, main ? main->n : 0, err);
+    if (st == LOCK_OK)
+        st = read_range(cn->c, after, 0, after ? after->n : 0, err);
+    if (st == LOCK_OK)
+        st = resend_noscript(cn, before, main, after, err);
+    if (st != LOCK_OK)
+        rd_conn_failed(rc, err);
+    else if (demoted(before) || demoted(main) || demoted(after))
+        rd_drop(rc);   /* a replica now, or loading: the next call looks for the master */
+    return st;
+}
+
+/* --- one command --- */
+
+/* Runs the one command of b alone: its reply when its type is in types, else NULL with
+ * err typed. b is reset. */
+static struct rd_reply *call_one(struct rd_client *rc, struct rd_batch *b, int types,
+                                 const char *what, struct lock_error *err)
+{
+    struct rd_reply *r = NULL;
+
+    if (rd_round_trip(rc, NULL, b, NULL, err) == LOCK_OK) {
+        r = b->reply[0];
+        b->reply[0] = NULL;
+        r = rd_expect(r, types, what, err);
+    }
+    rd_batch_reset(b);
+    return r;
+}
+
+struct rd_reply *rd_call(struct rd_client *rc, int types, struct lock_error *err,
+                         const char *fmt, ...)
+{
+    struct rd_batch b = { 0 };
+    char *cmd = NULL;
+    va_list ap;
+    int len;
+
+    va_start(ap, fmt);
+    len = redisvFormatCommand(&cmd, fmt, ap);
+    va_end(ap);
+    if (batch_append(&b, cmd, len, NULL, err) != LOCK_OK)
+        return NULL;
+    return call_one(rc, &b, types, fmt, err);
+}
+
+struct rd_reply *rd_eval(struct rd_client *rc, const struct rd_script *s, int types, int nkeys,
+                         int nargs, const char **argv, struct lock_error *err)
+{
+    struct rd_batch b = { 0 };
+
+    if (rd_batch_add_eval(&b, s, nkeys, nargs, argv, err) != LOCK_OK)
+        return NULL;
+    return call_one(rc, &b, types, s->name, err);
+}
+
+/* --- several servers at once --- */
+
+int rd_fanout(struct rd_client *const *rcs, int n, struct rd_batch *b, struct rd_reply **replies)
+{
+    struct rd_conn *cn[RD_SERVERS_MAX];
+    struct lock_error err;
+    int answered = 0;
+
+    for (int i = 0; i < n; i++) {
+        int done = 0;
+        replies[i] = NULL;
+        if ((cn[i] = rd_thread_conn(rcs[i], NULL, &err)) == NULL)
+            continue;
+        send_range(cn[i]->c, b, 0, 1);
+        while (!done && redisBufferWrite(cn[i]->c, &done) == REDIS_OK)
+            ;
+    }
+    for (int i = 0; i < n; i++) {
+        void *r = NULL;
+        if (cn[i] == NULL)
+            continue;
+        if (cn[i]->c->err || redisGetReply(cn[i]->c, &r) != REDIS_OK) {
+            rd_context_error(cn[i]->c, "reply", &err);
+            rd_conn_failed(rcs[i], &err);
+            continue;
+        }
+        replies[i] = r;
+        if (replies[i]->fault == LOCK_E_NOSCRIPT && b->script[0]) {
+            /* This server never saw the script (or restarted): load it, ask again. */
+            rd_reply_free(replies[i]);
+            replies[i] = NULL;
+            if (rd_round_trip(rcs[i], NULL, b, NULL, &err) != LOCK_OK)
+                continue;
+            replies[i] = b->reply[0];
+            b->reply[0] = NULL;
+        }
+        answered++;
+    }
+    return answered;
+}

@@ -1,0 +1,56 @@
+/* internal.h - What the Redis layer's files share: the connection, the client, the
+ * reply reader. Only lock/redis/ includes it (and hiredis). */
+#ifndef LOCK_REDIS_INTERNAL_H
+#define LOCK_REDIS_INTERNAL_H
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "lock/redis/redis.h"
+
+/* One connection: a calling thread's (kept in the client's thread key) or a caller's
+ * own (rd_conn_open). */
+enum { RD_SCRIPTS_KNOWN = 16 };
+struct rd_conn {
+    redisContext *c;
+    long long used_ms;            /* monotonic: when it was last handed out */
+    /* Scripts this connection loaded: a script in a batch sent before another command
+     * (which cannot be sent twice) is loaded first when it is not here. */
+    const struct rd_script *known[RD_SCRIPTS_KNOWN];
+    int nknown;
+};
+
+struct rd_client {
+    const struct rd_locator *locator;
+    void *locator_state;          /* the locator's own (standby: the parsed list) */
+    char *host;
+    int port;
+    char *user, *password;
+    long connect_timeout_ms, command_timeout_ms;
+    void (*on_state)(void *arg, int up, const char *why);
+    void *state_arg;
+    pthread_key_t key;            /* the calling thread's struct rd_conn */
+    atomic_int down;              /* 1 after on_state(0) was called, until a connect works */
+    atomic_llong drops;
+};
+
+/* reply.c: the reply reader's functions, making struct rd_reply (error replies typed). */
+extern redisReplyObjectFunctions rd_reply_functions;
+/* The fault of a broken context (connection or timeout), into err; LOCK_ERROR. */
+int rd_context_error(const redisContext *c, const char *what, struct lock_error *err);
+
+/* conn.c */
+/* Connects to host:port within the client's timeouts, authenticates: the new connection,
+ * or NULL with err typed. */
+struct rd_conn *rd_conn_connect(struct rd_client *rc, const char *host, int port,
+                                struct lock_error *err);
+/* The calling thread's connection for key (made or made again as needed); NULL with err. */
+struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct lock_error *err);
+/* After an error that leaves the connection unusable: drops it, counts it, tells on_state. */
+void rd_conn_failed(struct rd_client *rc, const struct lock_error *why);
+/* One command on a connection, blocking within its timeout. */
+struct rd_reply *rd_conn_command(struct rd_conn *cn, int types, struct lock_error *err,
+                                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+#endif

@@ -1,0 +1,187 @@
+/* redis.h - The Redis layer: the only code that includes hiredis.
+ *
+ * A struct rd_client stands for one Redis deployment (the data Redis, or one redlock
+ * master). It owns one connection per calling thread (a hiredis context is not
+ * thread-safe), made on first use with a connect timeout, authenticated, given a
+ * command timeout, and made again after the server closed it or an error broke it.
+ *
+ * Commands go alone (rd_call) or in batches the caller builds and owns (struct
+ * rd_batch): rd_round_trip sends a batch before, a main batch and a batch after in
+ * one write and reads every reply, so that what travels together is visible in the
+ * caller's arguments. Scripts are called by their SHA (computed at build time); the
+ * one NOSCRIPT path loads a script and sends it again (with what follows it).
+ *
+ * Every error is typed where it is found (lock/error.h): an error reply by its code
+ * (NOSCRIPT, READONLY, MOVED, ...), a broken or silent connection by what hiredis saw.
+ *
+ * Where a key's server is: a table of operations (struct rd_locator, as redis's
+ * ConnectionType reaches every transport through one table). Today: one address, or an
+ * address and its standbys (the first that says it is a master). Sentinel discovery and
+ * Cluster routing plug in there, and nowhere else.
+ */
+#ifndef LOCK_REDIS_H
+#define LOCK_REDIS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "lock/error.h"
+
+/* --- replies --- */
+
+enum rd_type { RD_STRING = 1, RD_ARRAY, RD_INTEGER, RD_NIL, RD_STATUS, RD_ERROR };
+/* A set of reply types, for the calls that check one: RD_T(RD_INTEGER) | RD_T(RD_NIL). */
+#define RD_T(type) (1 << (type))
+
+/* One reply, as read. Freed with rd_reply_free by whoever received it. */
+struct rd_reply {
+    enum rd_type type;
+    enum lock_fault fault;      /* RD_ERROR: its kind, typed from its code */
+    long long integer;          /* RD_INTEGER */
+    char *str;                  /* RD_STRING, RD_STATUS, RD_ERROR: NUL-terminated */
+    size_t len;
+    struct rd_reply **element;  /* RD_ARRAY */
+    size_t elements;
+};
+void rd_reply_free(struct rd_reply *r);
+/* Fills err from an RD_ERROR reply (fault, code, message) and returns LOCK_ERROR. */
+int rd_reply_error(const struct rd_reply *r, struct lock_error *err);
+/* r when its type is in types; else NULL with err filled (an error reply typed, another
+ * type LOCK_E_PROTOCOL naming what), r freed. NULL in, NULL out (err untouched). */
+struct rd_reply *rd_expect(struct rd_reply *r, int types, const char *what,
+                           struct lock_error *err);
+
+/* --- servers --- */
+
+#define RD_SERVERS_MAX 9
+struct rd_server {
+    char host[256];
+    int port;
+};
+/* Parses "HOST:PORT,HOST:PORT,..." into out (at most max): how many, or -1 when an entry
+ * is malformed, a port is not 1 to 65535, or there are more than max. */
+int rd_servers_parse(const char *list, struct rd_server *out, int max);
+
+/* --- scripts --- */
+
+/* A Lua script, embedded at build time with its SHA1 (build/lua_scripts.h). */
+struct rd_script {
+    const char *name;     /* file name without .lua */
+    const char *source;
+    const char *sha;      /* 40 hex digits */
+};
+
+/* --- clients --- */
+
+struct rd_client;
+struct rd_locator;
+
+/* Settings of a client, copied by rd_client_create. */
+struct rd_config {
+    const char *host;           /* the server (or the first of a deployment) */
+    int port;
+    const char *standby;        /* "HOST:PORT,...": where the master may be after a
+                                   failover; NULL: none (the address alone) */
+    const char *user;           /* ACL user; NULL: the default user */
+    const char *password;       /* NULL: none. Never logged; wiped when the client goes */
+    long connect_timeout_ms;    /* 0: 1000 */
+    long command_timeout_ms;    /* 0: 5000 */
+    /* Optional: called on the calling thread when the deployment stops or starts
+     * answering (up 0 with why, up 1 once again), for the caller's log. */
+    void (*on_state)(void *arg, int up, const char *why);
+    void *state_arg;
+};
+
+/* NULL with err filled when cfg cannot be used (a bad standby list, out of memory).
+ * Connects lazily: a server that is down now is not an error here. */
+struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_error *err);
+/* Frees the calling thread's connection too; other threads' go when they exit. */
+void rd_client_destroy(struct rd_client *rc);
+/* The way this client finds its server: "single" or "standby". */
+const char *rd_client_locator(const struct rd_client *rc);
+/* Connections dropped after an error (the next use connects again), since creation. */
+long long rd_client_drops(const struct rd_client *rc);
+/* Forgets the calling thread's connection (after an error the layer did not see). */
+void rd_drop(struct rd_client *rc);
+
+/* --- batches: commands sent in one round trip, built and owned by the caller --- */
+
+enum { RD_BATCH_MAX = 64 };
+struct rd_batch {
+    int n;
+    char *buf;                          /* RESP commands, back to back */
+    size_t len;
+    size_t off[RD_BATCH_MAX + 1];       /* where command i starts in buf */
+    const struct rd_script *script[RD_BATCH_MAX]; /* command i's script; NULL: plain */
+    struct rd_reply *reply[RD_BATCH_MAX]; /* after a round trip: command i's reply (error
+                                            replies typed), NULL when none came */
+    int sent;                           /* 1 once handed to a connection: after an error,
+                                           what has no reply may have been done */
+};
+/* Appends one command (redisCommand's format: %s, %b, %d ...); LOCK_OK, or LOCK_ERROR
+ * with err filled (full, out of memory). */
+int rd_batch_add(struct rd_batch *b, struct lock_error *err, const char *fmt, ...);
+int rd_batch_vadd(struct rd_batch *b, struct lock_error *err, const char *fmt, va_list ap);
+/* Appends one command given as argc strings. */
+int rd_batch_add_argv(struct rd_batch *b, int argc, const char **argv, struct lock_error *err);
+/* Appends EVALSHA of s with nkeys keys then nargs arguments (argv has nkeys + nargs). */
+int rd_batch_add_eval(struct rd_batch *b, const struct rd_script *s, int nkeys, int nargs,
+                      const char **argv, struct lock_error *err);
+/* Frees the commands and the replies: b is empty again. */
+void rd_batch_reset(struct rd_batch *b);
+
+/* Sends before (may be NULL), main and after (may be NULL) in one write, in that order,
+ * on the calling thread's connection, and reads every reply into the batches. The one
+ * NOSCRIPT path: a script of main that Redis did not have is loaded and sent again, with
+ * all of after (which ran before it could see the script's effect); before is never sent
+ * twice. LOCK_OK when every reply came (each may be an error reply: look at them), else
+ * LOCK_ERROR with err typed (the connection is dropped; replies that came are kept). */
+int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch *main,
+                  struct rd_batch *after, struct lock_error *err);
+
+/* --- one command --- */
+
+/* Runs one command (redisCommand's format). Returns its reply when its type is in
+ * types (caller frees with rd_reply_free), else NULL with err typed. */
+struct rd_reply *rd_call(struct rd_client *rc, int types, struct lock_error *err,
+                         const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The same for a script: nkeys keys then nargs arguments. */
+struct rd_reply *rd_eval(struct rd_client *rc, const struct rd_script *s, int types, int nkeys,
+                         int nargs, const char **argv, struct lock_error *err);
+/* Sends the one command of b to each of n clients at once, then reads each reply within
+ * that client's command timeout: replies[i] is client i's (an error reply typed), or NULL
+ * when it could not be reached or did not answer (its connection is dropped). A script
+ * that a server did not have is loaded there and sent again. Returns how many answered. */
+int rd_fanout(struct rd_client *const *rcs, int n, struct rd_batch *b, struct rd_reply **replies);
+
+/* --- a connection of the caller's own (a subscriber's) --- */
+
+struct rd_conn;
+/* A new connection to the client's server (the master, with standbys), not shared with
+ * any thread's; NULL with err filled. */
+struct rd_conn *rd_conn_open(struct rd_client *rc, struct lock_error *err);
+/* Sends one command and reads its reply (rd_call's contract); timeout_ms 0: block. */
+struct rd_reply *rd_conn_call(struct rd_conn *cn, int types, long timeout_ms,
+                              struct lock_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Reads the next reply pushed on it (a subscriber's message), blocking until one comes
+ * or the connection ends; NULL then. */
+struct rd_reply *rd_conn_read(struct rd_conn *cn);
+/* Ends a blocked rd_conn_read from another thread. */
+void rd_conn_shutdown(struct rd_conn *cn);
+void rd_conn_close(struct rd_conn *cn);
+
+/* --- where a key's server is --- */
+
+/* One way of finding the server that serves a key, as a table of operations. A locator
+ * keeps its state in the client (rd_client_locator_state). */
+struct rd_locator {
+    const char *name;
+    int (*init)(struct rd_client *rc, const struct rd_config *cfg, struct lock_error *err);
+    void (*destroy)(struct rd_client *rc);
+    /* Opens a connection (struct rd_conn) to the server that serves key (NULL: the
+     * deployment's master), authenticated, with the connect timeout; NULL with err. */
+    struct rd_conn *(*open)(struct rd_client *rc, const char *key, struct lock_error *err);
+};
+
+#endif

@@ -1,0 +1,291 @@
+/* config.c - The instance's configuration, from its flags: defaults, one small setter per
+ * flag, --help and --list-versions. Everything here runs before any other thread. */
+#include "service/service.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct service_config svc = {
+    .bind = "127.0.0.1",
+    .port = 8080,
+    .redis_host = "127.0.0.1",
+    .redis_port = 6379,
+    .ttl_ms = 30000,
+    .wait_ms = 10000,
+    .retry_ms = 10,
+    .max_conns = 1000,
+    .combine = 1,
+    .workers = 4,
+    .idem_ttl_ms = 86400 * 1000L,
+};
+struct rd_client *svc_redis;
+struct lock_client *svc_lock;
+
+/* A baseline of the service, not a lock: the whole sale as one Lua script. It runs
+ * with the lock library's `none` (for its connections) and never takes a lock. */
+static const struct {
+    const char *name, *alias, *title, *flaw;
+} atomic_baseline = {
+    "atomic", "script", "the whole sale in one Lua script, no lock",
+    "none for one key; no room for work outside Redis",
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: inventory-service [options]\n"
+        "\n"
+        "Sells stock held in Redis under one of the lock versions.\n"
+        "\n"
+        "  --port P          HTTP port (default 8080)\n"
+        "  --bind ADDR       IPv4 address to listen on (default 127.0.0.1)\n"
+        "  --redis HOST:PORT Redis server (default 127.0.0.1:6379)\n"
+        "  --lock V          lock version, by name or alias (default v8); see below\n"
+        "  --ttl-ms T        lease of the Redis locks, in ms (default 30000)\n"
+        "  --wait-ms W       how long a sale waits for the lock before lock_timeout (default 10000)\n"
+        "  --retry-ms R      poll: sleep between tries while the lock is taken (default 10)\n"
+        "  --wait poll|notify  how a waiter learns the lock is free (default: the version's;\n"
+        "                    notify for v8): poll tries every retry-ms; notify sleeps until\n"
+        "                    the release's message, queueing locally first come first served\n"
+        "  --combine N       serve up to N waiting sales of one item in one critical section:\n"
+        "                    one read, one write (default 1: off). A grant then serves batch\n"
+        "                    after batch while sales keep coming, for at most 10 ms (a third\n"
+        "                    of --ttl-ms if less), and gives way sooner when another instance\n"
+        "                    asks for the lock. The sales wait on an event loop, not a thread\n"
+        "                    each. The atomic sale always does, and sends what waits as one\n"
+        "                    script per item\n"
+        "  --lock-redis H:P,H:P,H:P  redlock (v10): its N = 2f + 1 independent lock masters;\n"
+        "                    a grant needs N / 2 + 1 of them (stock and tokens stay on --redis)\n"
+        "  --workers N       --combine: at most N worker threads (default 4); an item's sales\n"
+        "                    go to one worker (by its name), which serves its items in turn\n"
+        "  --redis-standby H:P,...  where the data Redis may be after a failover (its\n"
+        "                    replicas): each new connection goes to the first of --redis and\n"
+        "                    these that says it is a master (ROLE), as a Sentinel client would\n"
+        "  --replicas N      a grant counts only once N replicas of the data Redis have it\n"
+        "                    (WAIT N for a tenth of --ttl-ms, at most 4 s; default 0); too\n"
+        "                    few: the grant is given back, 503 lock_unavailable\n"
+        "  --redis-password-file F  the Redis password, first line of F (else the environment:\n"
+        "                    REDIS_PASSWORD, and REDIS_USER for an ACL user); used for every\n"
+        "                    Redis (data, standbys, lock masters), never in argv or a log\n"
+        "  --idempotency-ttl S  how long the first answer to an Idempotency-Key is kept, in\n"
+        "                    seconds (default 86400: 24 h); a repeat within it sells nothing\n"
+        "  --faults          accept the teaching faults work_ms, release_gap_ms, nested=1\n"
+        "                    and keep the mutual-exclusion probe (probe:{I}, overlaps:{I})\n"
+        "  --name NAME       instance name in answers, logs and the ledger (default inventory-PORT)\n"
+        "  --max-conns N     most connections served at once (default 1000; more are\n"
+        "                    refused); a lock version without --combine gives each its own\n"
+        "                    thread. Other limits: a connection idle (or stalled mid-request)\n"
+        "                    for 120 s is closed; a request line and headers must fit in\n"
+        "                    32 KB (else 414 or 431); a body is read and ignored\n"
+        "  --list-versions   print the versions, tab-separated: name, alias, technique, flaw\n"
+        "  --help            this text\n"
+        "\n"
+        "Lock versions:\n");
+    for (const struct lock_ops *const *v = lock_versions(); *v; v++)
+        fprintf(out, "  %-7s %-12s %s\n          flaw: %s\n", (*v)->name, (*v)->alias,
+                (*v)->title, (*v)->flaw);
+    fprintf(out, "  %-7s %-12s %s\n          flaw: %s\n", atomic_baseline.name,
+            atomic_baseline.alias, atomic_baseline.title, atomic_baseline.flaw);
+}
+
+static void list_versions(void)
+{
+    for (const struct lock_ops *const *v = lock_versions(); *v; v++)
+        printf("%s\t%s\t%s\t%s\n", (*v)->name, (*v)->alias, (*v)->title, (*v)->flaw);
+    printf("%s\t%s\t%s\t%s\n", atomic_baseline.name, atomic_baseline.alias,
+           atomic_baseline.title, atomic_baseline.flaw);
+}
+
+/* The Redis credentials: the first line of FILE when given, else REDIS_PASSWORD; the user
+ * from REDIS_USER. The variable is removed from the environment once read. Exits with a
+ * reason (never the password) when the file cannot be used. */
+static void read_password(const char *file)
+{
+    const char *env = getenv("REDIS_PASSWORD"), *user = getenv("REDIS_USER");
+    size_t n;
+
+    if (user && *user)
+        svc.redis_user = user;
+    if (file) {
+        FILE *f = fopen(file, "r");
+        if (f == NULL) {
+            fprintf(stderr, "inventory-service: --redis-password-file %s: %s\n", file,
+                    strerror(errno));
+            exit(2);
+        }
+        if (fgets(svc.redis_password, sizeof(svc.redis_password), f) == NULL)
+            svc.redis_password[0] = '\0';
+        fclose(f);
+    } else if (env) {
+        snprintf(svc.redis_password, sizeof(svc.redis_password), "%s", env);
+    }
+    n = strcspn(svc.redis_password, "\r\n");
+    if (file && (n == 0 || n == sizeof(svc.redis_password) - 1)) {
+        fprintf(stderr, "inventory-service: --redis-password-file %s: want one line of 1 to %zu characters\n",
+                file, sizeof(svc.redis_password) - 2);
+        exit(2);
+    }
+    svc.redis_password[n] = '\0';
+    if (env) {
+        /* Wipe the bytes too: /proc/PID/environ shows the original block. */
+        for (char *p = (char *)env; *p; p++)
+            *p = 'x';
+        unsetenv("REDIS_PASSWORD");
+    }
+}
+
+/* Parses a whole number in [min, max] or exits with a one-line reason. */
+static long number_flag(const char *flag, const char *s, long min, long max)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < min || v > max) {
+        fprintf(stderr, "inventory-service: --%s wants a whole number from %ld to %ld, not '%s'\n",
+                flag, min, max, s);
+        exit(2);
+    }
+    return v;
+}
+
+/* Exits with a one-line reason. */
+static void bad_flag(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void bad_flag(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "inventory-service: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+/* --- one setter per flag --- */
+
+static const char *lock_name = "v8", *password_file;
+
+static void set_port(const char *a) { svc.port = (int)number_flag("port", a, 1, 65535); }
+static void set_lock(const char *a) { lock_name = a; }
+static void set_ttl(const char *a) { svc.ttl_ms = number_flag("ttl-ms", a, 10, 86400000); }
+static void set_wait_ms(const char *a) { svc.wait_ms = number_flag("wait-ms", a, 0, 3600000); }
+static void set_retry(const char *a) { svc.retry_ms = number_flag("retry-ms", a, 1, 10000); }
+static void set_faults(const char *a) { (void)a; svc.faults = 1; }
+static void set_max_conns(const char *a) { svc.max_conns = (int)number_flag("max-conns", a, 1, 100000); }
+static void set_combine(const char *a) { svc.combine = (int)number_flag("combine", a, 1, 256); }
+static void set_workers(const char *a) { svc.workers = (int)number_flag("workers", a, 1, 256); }
+static void set_masters(const char *a) { svc.lock_masters = a; }
+static void set_replicas(const char *a) { svc.replicas = (int)number_flag("replicas", a, 0, 16); }
+static void set_password_file(const char *a) { password_file = a; }
+static void list_versions_and_exit(const char *a) { (void)a; list_versions(); exit(0); }
+static void help_and_exit(const char *a) { (void)a; usage(stdout); exit(0); }
+
+static void set_idem_ttl(const char *a)
+{
+    svc.idem_ttl_ms = number_flag("idempotency-ttl", a, 1, 30 * 86400) * 1000;
+}
+
+static void set_bind(const char *a)
+{
+    if (snprintf(svc.bind, sizeof(svc.bind), "%s", a) >= (int)sizeof(svc.bind))
+        bad_flag("--bind wants an IPv4 address");
+}
+
+static void set_redis(const char *a)
+{
+    const char *colon = strrchr(a, ':');
+
+    if (colon == NULL || colon == a || (size_t)(colon - a) >= sizeof(svc.redis_host))
+        bad_flag("--redis wants HOST:PORT, not '%s'", a);
+    memcpy(svc.redis_host, a, (size_t)(colon - a));
+    svc.redis_host[colon - a] = '\0';
+    svc.redis_port = (int)number_flag("redis port", colon + 1, 1, 65535);
+}
+
+static void set_name(const char *a)
+{
+    if (!*a || snprintf(svc.name, sizeof(svc.name), "%s", a) >= (int)sizeof(svc.name))
+        bad_flag("--name wants 1 to %zu characters", sizeof(svc.name) - 1);
+}
+
+static void set_wait(const char *a)
+{
+    svc.wait = lock_wait_parse(a);
+    if (svc.wait == LOCK_WAIT_DEFAULT || svc.wait == LOCK_WAIT_LOCAL)
+        bad_flag("--wait wants poll or notify, not '%s'", a);
+}
+
+static void set_standby(const char *a)
+{
+    struct rd_server parsed[RD_SERVERS_MAX];
+
+    if (rd_servers_parse(a, parsed, RD_SERVERS_MAX - 1) <= 0)
+        bad_flag("--redis-standby wants HOST:PORT,... (at most %d), not '%s'", RD_SERVERS_MAX - 1, a);
+    svc.redis_standby = a;
+}
+
+/* Every flag, its argument and its setter. */
+static const struct flag {
+    const char *name;
+    int has_arg;
+    void (*set)(const char *arg);
+} flags[] = {
+    { "port", 1, set_port },           { "bind", 1, set_bind },
+    { "redis", 1, set_redis },         { "lock", 1, set_lock },
+    { "ttl-ms", 1, set_ttl },          { "wait-ms", 1, set_wait_ms },
+    { "retry-ms", 1, set_retry },      { "faults", 0, set_faults },
+    { "name", 1, set_name },           { "max-conns", 1, set_max_conns },
+    { "wait", 1, set_wait },           { "combine", 1, set_combine },
+    { "workers", 1, set_workers },     { "lock-redis", 1, set_masters },
+    { "redis-standby", 1, set_standby }, { "replicas", 1, set_replicas },
+    { "redis-password-file", 1, set_password_file },
+    { "idempotency-ttl", 1, set_idem_ttl },
+    { "list-versions", 0, list_versions_and_exit }, { "help", 0, help_and_exit },
+};
+enum { FLAGS = sizeof(flags) / sizeof(flags[0]) };
+
+/* The lock, or the atomic baseline (which runs with `none` for its connections). */
+static void choose_lock(void)
+{
+    if (strcmp(lock_name, atomic_baseline.name) == 0 || strcmp(lock_name, atomic_baseline.alias) == 0) {
+        svc.atomic = 1;
+        svc.version = atomic_baseline.name;
+        svc.ops = lock_find("none");
+        if (svc.wait != LOCK_WAIT_DEFAULT)
+            bad_flag("the atomic sale takes no lock: no --wait");
+        return;
+    }
+    if ((svc.ops = lock_find(lock_name)) == NULL)
+        bad_flag("unknown lock version '%s' (see --help)", lock_name);
+    svc.version = svc.ops->name;
+}
+
+void config_parse(int argc, char **argv)
+{
+    struct option opts[FLAGS + 1];
+    int o, index;
+
+    for (int i = 0; i < FLAGS; i++)
+        opts[i] = (struct option){ flags[i].name, flags[i].has_arg ? required_argument : no_argument,
+                                   NULL, 0 };
+    opts[FLAGS] = (struct option){ 0 };
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "", opts, &index)) != -1) {
+        if (o != 0)
+            bad_flag("unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
+        flags[index].set(optarg);
+    }
+    read_password(password_file);
+    if (optind < argc)
+        bad_flag("unexpected argument '%s' (see --help)", argv[optind]);
+    choose_lock();
+    if (!svc.name[0])
+        snprintf(svc.name, sizeof(svc.name), "inventory-%d", svc.port);
+}
