@@ -1,8 +1,8 @@
-# up-redis.sh - deploy/up's Redis servers: the password, the data Redis, redlock's lock
-# masters and the replica. Sourced by deploy/up; functions only, which read its settings
-# (REDIS_ADDR, REDIS_BIND, REDIS_PORT, MASTER_PORTS, REPLICA_PORT, FSYNC, RUN_DIR,
-# START_WAIT_S) and set what stack.env records. Each exits through deploy/up's die or
-# fail_with_log when its server does not start: deploy/up's rollback stops the rest.
+# up-redis.sh - deploy/up's Redis servers: the data Redis, redlock's masters, the replica.
+# Sourced by deploy/up; functions only. They read its settings (REDIS_ADDR, REDIS_BIND,
+# REDIS_PORT, MASTER_PORTS, REPLICA_PORT, FSYNC, RUN_DIR, START_WAIT_S), set what
+# stack.env records, and exit through deploy/up's die or fail_with_log when a server does
+# not start: deploy/up's rollback then stops the rest.
 
 # write_redis_conf: the password, on every Redis started here (data, masters, replica: its
 # link uses it too), in files only this user reads. redis-server gets it in its

@@ -1,6 +1,5 @@
-# failover.sh - v8's flaw under a failover: the promoted replica never had the grant, so
-# a second holder enters beside the first; and failover-wait, the grant counted only once
-# a replica has it.
+# failover.sh - v8's flaw in a failover: the promoted replica lost the grant, two holders.
+# Also failover-wait: a grant counts only once a replica has it.
 #
 # The data Redis has an asynchronous replica (deploy/up --replica: REPLICA_PORT). Once the
 # replica has the stock, its link drops (it is pointed at an address where nothing

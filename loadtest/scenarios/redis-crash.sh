@@ -1,5 +1,5 @@
-# redis-crash.sh - The data Redis killed -9 mid-load and restarted from its own files: with
-# fsync always nothing acknowledged is lost (v8 safe); from a snapshot, sales are lost.
+# redis-crash.sh - The data Redis killed -9 mid-load, restarted from its files: what is lost.
+# With fsync always, nothing acknowledged (v8 safe); from a snapshot, sales (the flaw).
 #
 # Load through nginx (wrk, 16 connections), every answer recorded (status, error, request
 # id, Retry-After); each sale works 4 ms under the lock, so that the steps below come at a

@@ -1,5 +1,4 @@
-# release-gap.sh - v5's flaw: the lease runs out between release's GET and DEL, which then
-# deletes another holder's lock.
+# release-gap.sh - v5's flaw: release's DEL, after its lease ran out, deletes another's lock.
 #
 # A's sale (instance 1) releases slowly: its release checks ownership, then sleeps 1.5
 # TTLs before its delete. At 1.15 TTL, A's lease gone, B (instance 2, work 0.75 TTL)
