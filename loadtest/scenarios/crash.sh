@@ -8,7 +8,7 @@
 # scenario then DELs the key by hand, the only way out, and sells once more.
 # Rows in loadtest/evolution: v3 shows it, v4 and v8 do not.
 
-# Short lease and wait: a freed key shows within seconds, a stuck one costs 1 s a sale.
+# Short lease and wait: a lease frees the key within a second; a stuck sale gives up in 1 s.
 defaults_crash="ttl=500 wait=1000"
 
 scenario_crash() {

@@ -17,7 +17,8 @@
 #
 # Inputs (set by loadtest/run, most from stack.env): ITEM, STOCK, NGINX_PORT, REDIS_HOST,
 # REDIS_PORT, FSYNC, RUN_DIR, INSTANCE_PORTS and INSTANCE_PIDS (space-separated, same
-# order), TTL_MS, SCN_DIR. deploy/lib.sh gives rcli, wait_until, metric_sum, redis_start.
+# order), TTL_MS, SCN_DIR. From deploy/lib.sh: rcli, wait_until, metric_sum, free_port,
+# redis_start, redis_pings, replica_acks; from loadtest/run: now_ms.
 
 lock_key() { echo "lock:{$ITEM}"; }
 # port_of N, pid_of N: the Nth instance's port and pid (1-based).
