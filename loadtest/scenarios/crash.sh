@@ -1,0 +1,46 @@
+# crash.sh - v3's flaw: the holder dies (kill -9) and its lock key, with no TTL, stays forever.
+#
+# Instance 1's sale takes the lock (and would work 30 s); instance 1 is killed -9 while it
+# holds it. A lease-based lock (v4 on) frees the key about one TTL later; three sales on
+# instance 2 follow, each waiting up to the wait limit.
+# Verdict: the flaw (SCN_FLAW=1) when the key was left with no TTL (PTTL -1) and is still
+# held, all three later sales answered 503 (lock_timeout) and sold:{I} did not move; the
+# scenario then DELs the key by hand, the only way out, and sells once more.
+# Rows in loadtest/evolution: v3 shows it, v4 and v8 do not.
+
+# Short lease and wait: a lease frees the key within a second; a stuck sale gives up in 1 s.
+defaults_crash="ttl=500 wait=1000"
+
+scenario_crash() {
+    local a b i ttl stuck=1 code ok_after=0 freed_ms=-1 t0
+    local sold_before sold_after
+    a=$(port_of 1); b=$(port_of 2)
+    sale_bg "$a" "work_ms=30000"
+    wait_until 5 "" lock_held || { SCN_OBSERVED="the first sale never took the lock"; return 1; }
+    sleep 0.05
+    kill -9 "$(pid_of 1)"
+    t0=$(date +%s%N)
+    # The killed sale never leaves the probe; a dead process is not in the critical
+    # section, and no other sale is in it now: empty the probe so it counts only the living.
+    rcli del "probe:{$ITEM}" >/dev/null
+    ttl=$(rcli pttl "$(lock_key)")
+    # A lease-based lock frees itself about one TTL after its holder died; give it four.
+    wait_until $(( TTL_MS * 4 / 1000 + 1 )) "" lock_free && freed_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    sold_before=$(rcli get "sold:{$ITEM}")
+    for i in 1 2 3; do                       # each waits up to the wait limit
+        code=$(sale "$b")
+        [ "$code" = 503 ] || stuck=0
+        [ "$code" = 200 ] && ok_after=$((ok_after+1))
+    done
+    sold_after=$(rcli get "sold:{$ITEM}")
+    if [ "$stuck" = 1 ] && [ "$ttl" = -1 ] && lock_held && [ "${sold_after:-0}" = "${sold_before:-0}" ]; then
+        rcli del "$(lock_key)" >/dev/null      # the only way out: by hand
+        code=$(sale "$b")
+        SCN_OBSERVED="holder killed: lock key left with no TTL (PTTL $ttl), 3 of 3 later sales lock_timeout, nothing sold; after a DEL by hand: $code"
+        SCN_FLAW=1
+    else
+        SCN_OBSERVED="holder killed: lock key PTTL $ttl ms, freed ${freed_ms} ms after the kill; $ok_after of 3 later sales sold"
+        SCN_FLAW=0
+    fi
+    bg_wait
+}

@@ -1,0 +1,87 @@
+# lib.sh - What the fault scenarios share: sales by curl and wrk, Redis read, a timeline.
+# Sourced by loadtest/run, with the file of the scenario asked for, once the stack is up and
+# the stock set. A scenario lives in loadtest/scenarios/NAME.sh, named after the flaw it
+# shows (a variant, such as failover-wait, in the file of the scenario it varies). Its file
+# defines scenario_NAME, which plays it, and defaults_NAME, the words loadtest/run reads
+# for its stack: ttl=MS (lease), wait=MS (wait limit), stock=N, fsync=MODE, replica (an
+# asynchronous replica), replicas=N; the run's own flags win. Every scenario:
+#   - drives sales with curl (exact choreography) and wrk (background load),
+#   - appends each HTTP status it got to "$SCN_DIR/codes" (wrk's JSON line goes to
+#     $SCN_DIR/wrk-NAME.out),
+#   - sets SCN_FLAW=1 when what Redis and the HTTP answers show is the flaw, 0 when not,
+#   - sets SCN_OBSERVED to one line saying what was seen,
+#   - may set SCN_OVERSOLD: units answered 200 beyond the stock, counted from the answers
+#     (redis-crash: a Redis that lost part of its memory cannot tell),
+#   - returns non-zero, with SCN_OBSERVED saying why, when it could not be played.
+# The verdict never comes from a scenario's or a version's name: only from these numbers.
+#
+# Inputs (set by loadtest/run, most from stack.env): ITEM, STOCK, NGINX_PORT, REDIS_HOST,
+# REDIS_PORT, FSYNC, RUN_DIR, INSTANCE_PORTS and INSTANCE_PIDS (space-separated, same
+# order), TTL_MS, SCN_DIR. From deploy/lib.sh: rcli, wait_until, metric_sum, free_port,
+# redis_start, redis_pings, replica_acks; from loadtest/run: now_ms.
+
+lock_key() { echo "lock:{$ITEM}"; }
+# port_of N, pid_of N: the Nth instance's port and pid (1-based).
+port_of() { echo "$INSTANCE_PORTS" | awk -v n="$1" '{ print $n }'; }
+pid_of() { echo "$INSTANCE_PIDS" | awk -v n="$1" '{ print $n }'; }
+
+# sale PORT QUERY: one sale, its status appended to codes; prints the status.
+sale() {
+    local code
+    code=$(curl -s -o /dev/null -m 60 -w '%{http_code}' \
+        "http://127.0.0.1:$1/inventory/sale?item=$ITEM${2:+&$2}") || code=000
+    echo "$code" >> "$SCN_DIR/codes"
+    echo "$code"
+}
+
+# sale_bg PORT QUERY: the same in the background; bg_wait waits for it.
+BG_PIDS=""
+sale_bg() { sale "$@" >/dev/null & BG_PIDS="$BG_PIDS $!"; }
+
+# load_bg PORT CONNS SECS QUERY NAME [RECORD]: wrk in the background against one port
+# (LOAD_PID is its pid); with RECORD, every answer is written to RECORD<thread> (sale.lua).
+load_bg() {
+    wrk -t 1 -c "$2" -d "${3}s" --timeout 30s -s "$LOADTEST_DIR/sale.lua" \
+        "http://127.0.0.1:$1" -- "/inventory/sale?item=$ITEM${4:+&$4}" ${6:+"$6"} \
+        > "$SCN_DIR/wrk-$5.out" 2>&1 &
+    LOAD_PID=$!
+    BG_PIDS="$BG_PIDS $!"
+}
+
+# bg_wait: waits for the sales and loads started above, by pid (a bare `wait` would also
+# wait for the sampler, or anything else the caller runs in the background).
+bg_wait() {
+    local p
+    for p in $BG_PIDS; do wait "$p" 2>/dev/null || true; done
+    BG_PIDS=""
+}
+
+overlaps_now() { local o; o=$(rcli get "overlaps:{$ITEM}"); echo "${o:-0}"; }
+sold_now() { local s; s=$(rcli get "sold:{$ITEM}"); echo "${s:-0}"; }
+sold_at_least() { [ "$(sold_now)" -ge "$1" ]; }
+sold_out_now() { [ "$(rcli get "stock:{$ITEM}")" = 0 ]; }
+# oversold_now: sold - (STOCK - stock), from what Redis holds now.
+oversold_now() {
+    set -- $(rcli mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
+    echo $(( ${2:-0} - (STOCK - ${1:-0}) ))
+}
+lock_held() { [ "$(rcli exists "$(lock_key)")" = 1 ]; }
+lock_free() { [ "$(rcli exists "$(lock_key)")" = 0 ]; }
+
+# sampler_start / sampler_stop: stock and sold every 100 ms into $SCN_DIR/timeline.
+sampler_start() {
+    local t0; t0=$(date +%s%N)
+    ( while sleep 0.1; do
+        v=$(rcli mget "stock:{$ITEM}" "sold:{$ITEM}") || continue   # Redis down: no point
+        set -- $(echo "$v" | tr '\n' ' ')
+        echo "$(( ($(date +%s%N) - t0) / 1000000 )) ${1:-0} ${2:-0}"
+      done ) > "$SCN_DIR/timeline" 2>/dev/null &
+    SAMPLER_PID=$!
+}
+sampler_stop() { kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null; }
+
+# --- redlock's lock masters (MASTER_PORTS, MASTER_PIDS from stack.env) --------------------
+master_pid() { echo "$MASTER_PIDS" | awk -v n="$1" '{ print $n }'; }
+master_port() { echo "$MASTER_PORTS" | awk -v n="$1" '{ print $n }'; }
+# kill_master N: kill -9 the Nth master.
+kill_master() { kill -9 "$(master_pid "$1")" 2>/dev/null; }

@@ -1,0 +1,22 @@
+# nested.sh - v6's flaw: not reentrant, a nested acquire by the same owner waits on itself.
+#
+# Five sales through nginx, one after another, each with nested=1: the sale calls a
+# helper that takes the same lock again (the seeds' reentrancy test).
+# Verdict: the flaw when none of the five sold and all five answered 503 (lock_timeout).
+# v7's hash {owner: count} lets the owner in again: all five sell.
+# Rows in loadtest/evolution: v6 shows it, v7 does not.
+
+# A short wait limit: each stuck sale costs 1 s.
+defaults_nested="ttl=2000 wait=1000"
+
+scenario_nested() {
+    local i ok=0 timeouts=0 code
+    for i in 1 2 3 4 5; do
+        code=$(sale "$NGINX_PORT" "nested=1")
+        [ "$code" = 200 ] && ok=$((ok+1))
+        [ "$code" = 503 ] && timeouts=$((timeouts+1))
+    done
+    SCN_FLAW=0
+    [ "$ok" = 0 ] && [ "$timeouts" = 5 ] && SCN_FLAW=1
+    SCN_OBSERVED="5 nested sales: $ok sold, $timeouts lock_timeout"
+}

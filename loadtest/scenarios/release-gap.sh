@@ -1,0 +1,26 @@
+# release-gap.sh - v5's flaw: release's DEL, after its lease ran out, deletes another's lock.
+#
+# A's sale (instance 1) releases slowly: its release checks ownership, then sleeps 1.5
+# TTLs before its delete. At 1.15 TTL, A's lease gone, B (instance 2, work 0.75 TTL)
+# takes the lock; at 1.6 TTL, C arrives on instance 2 while B still works.
+# Verdict: the flaw when inventory_lock_stolen_total, summed over the instances' /metrics,
+# is > 0: B found its lock deleted by another while its own lease still ran (A deleted
+# it, and C could enter beside B). v6's compare-and-delete in one Lua script cannot.
+# Rows in loadtest/evolution: v5 shows it, v6 does not.
+
+defaults_release_gap="ttl=2000 wait=10000"
+
+scenario_release_gap() {
+    local a b gap=$((TTL_MS * 3 / 2)) stolen
+    a=$(port_of 1); b=$(port_of 2)
+    sale_bg "$a" "release_gap_ms=$gap"                  # t=0: sells, then releases slowly
+    sleep "$(awk "BEGIN{print $TTL_MS * 1.15 / 1000}")" # its lease has run out
+    sale_bg "$b" "work_ms=$((TTL_MS * 3 / 4))"          # B holds from ~1.15 TTL to ~1.9 TTL
+    sleep "$(awk "BEGIN{print $TTL_MS * 0.45 / 1000}")" # A's step runs at 1.5 TTL, B inside
+    sale_bg "$b" ""                                     # C: enters if B's lock was deleted
+    bg_wait
+    stolen=$(metric_sum inventory_lock_stolen_total)   # loadtest/run's, over the live instances
+    SCN_FLAW=0
+    [ "${stolen:-0}" -gt 0 ] && SCN_FLAW=1
+    SCN_OBSERVED="foreign deletes seen by the holder: ${stolen:-0}; overlaps $(overlaps_now)"
+}
