@@ -508,7 +508,7 @@ static int report_write(FILE *f, const json_t *doc, const json_t *bench)
           "content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
           "<title>Lock evolution report</title>\n<style>\n", f);
     fputs(report_css, f);
-    fputs("</style>\n</head>\n<body>\n<h1>Lock evolution: v1 to v8</h1>\n<p class=\"meta\">", f);
+    fputs("</style>\n</head>\n<body>\n<h1>Lock evolution: v1 to v10</h1>\n<p class=\"meta\">", f);
     fputs("generated ", f);
     report_escape(f, generated ? generated : "(unknown)");
     if (report_num(doc, "runs", &runs))
