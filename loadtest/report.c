@@ -14,7 +14,7 @@
  *      "timeline": [[0, 2000, 0], [100, 1990, 12], ...]    (optional: [t_ms, stock, sold])
  *     }, ...]}
  *
- * Rows come in version order (v1..v8, then others such as "fenced"); a version may have
+ * Rows come in version order (v1..v10, then others such as "fenced"); a version may have
  * several rows, one per scenario. "rows" must be an array of objects; every field of a
  * row is optional: a missing or mistyped one shows as "-" in the table and keeps the row
  * out of the chart that needs it. A chart with nothing to draw says "no data".

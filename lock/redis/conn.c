@@ -43,6 +43,19 @@ static struct timeval timeval_of(long ms)
     return (struct timeval){ ms / 1000, (ms % 1000) * 1000 };
 }
 
+/* One command on cn within its timeout: rd_expect's contract. */
+static struct rd_reply *conn_vcommand(struct rd_conn *cn, int types, struct lock_error *err,
+                                      const char *fmt, va_list ap)
+{
+    struct rd_reply *r = redisvCommand(cn->c, fmt, ap);
+
+    if (r == NULL) {
+        rd_context_error(cn->c, fmt, err);
+        return NULL;
+    }
+    return rd_expect(r, types, fmt, err);
+}
+
 struct rd_reply *rd_conn_command(struct rd_conn *cn, int types, struct lock_error *err,
                                  const char *fmt, ...)
 {
@@ -50,13 +63,9 @@ struct rd_reply *rd_conn_command(struct rd_conn *cn, int types, struct lock_erro
     va_list ap;
 
     va_start(ap, fmt);
-    r = redisvCommand(cn->c, fmt, ap);
+    r = conn_vcommand(cn, types, err, fmt, ap);
     va_end(ap);
-    if (r == NULL) {
-        rd_context_error(cn->c, fmt, err);
-        return NULL;
-    }
-    return rd_expect(r, types, fmt, err);
+    return r;
 }
 
 void rd_conn_close(struct rd_conn *cn)
@@ -361,13 +370,9 @@ struct rd_reply *rd_conn_call(struct rd_conn *cn, int types, long timeout_ms,
 
     redisSetTimeout(cn->c, timeval_of(timeout_ms));
     va_start(ap, fmt);
-    r = redisvCommand(cn->c, fmt, ap);
+    r = conn_vcommand(cn, types, err, fmt, ap);
     va_end(ap);
-    if (r == NULL) {
-        rd_context_error(cn->c, fmt, err);
-        return NULL;
-    }
-    return rd_expect(r, types, fmt, err);
+    return r;
 }
 
 struct rd_reply *rd_conn_read(struct rd_conn *cn)

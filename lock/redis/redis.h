@@ -173,8 +173,10 @@ void rd_conn_close(struct rd_conn *cn);
 
 /* --- where a key's server is --- */
 
-/* One way of finding the server that serves a key, as a table of operations. A locator
- * keeps its state in the client (rd_client_locator_state). */
+/* One way of finding the server that serves a key, as a table of operations (conn.c
+ * has "single" and "standby"; rd_client_create picks one from rd_config). A locator
+ * keeps its own state in the client. Sentinel (ask, confirm with ROLE, follow
+ * +switch-master) and Cluster (slot map, MOVED/ASK) are the next two tables. */
 struct rd_locator {
     const char *name;
     int (*init)(struct rd_client *rc, const struct rd_config *cfg, struct lock_error *err);
