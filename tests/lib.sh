@@ -22,12 +22,13 @@ check_eq() {
 t_report() { echo "$T_PASSED passed, $T_FAILED failed"; [ "$T_FAILED" = 0 ]; }
 
 
-# start_redis: starts a redis-server on a free port; sets REDIS_PORT and REDIS_PID.
+# start_redis [ARG...]: starts a redis-server on a free port (ARGs added to its command
+# line); sets REDIS_PORT and REDIS_PID.
 start_redis() {
     REDIS_PORT=$(free_port)
     mkdir -p "$T_TMP/redis-$REDIS_PORT"
     redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-        --dir "$T_TMP/redis-$REDIS_PORT" --daemonize no >"$T_TMP/redis-$REDIS_PORT.log" 2>&1 &
+        --dir "$T_TMP/redis-$REDIS_PORT" --daemonize no "$@" >"$T_TMP/redis-$REDIS_PORT.log" 2>&1 &
     REDIS_PID=$!
     T_PIDS="$T_PIDS $REDIS_PID"
     for _ in $(seq 100); do

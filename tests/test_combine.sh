@@ -17,8 +17,10 @@ check "  with a reason" grep -q "v1 waits only by local" "$T_TMP/bad"
 check_eq "--wait sometimes: bad usage" 2 "$rc"
 "$BIN" --combine 0 > "$T_TMP/bad" 2>&1; rc=$?
 check_eq "--combine 0: bad usage" 2 "$rc"
+"$BIN" --workers 0 > "$T_TMP/bad" 2>&1; rc=$?
+check_eq "--workers 0: bad usage" 2 "$rc"
 "$BIN" --help > "$T_TMP/help"
-for f in --wait --combine --list-versions; do check "--help explains $f" grep -q -- "$f" "$T_TMP/help"; done
+for f in --wait --combine --workers --list-versions; do check "--help explains $f" grep -q -- "$f" "$T_TMP/help"; done
 "$BIN" --list-versions > "$T_TMP/versions"
 check_eq "--list-versions: v1-v10, none and atomic" 12 "$(wc -l < "$T_TMP/versions")"
 check_eq "  four tab-separated fields each" 12 "$(awk -F'\t' 'NF == 4' "$T_TMP/versions" | wc -l)"
@@ -105,5 +107,25 @@ rcli script flush >/dev/null
 code=$(curl -s -m 30 -o "$T_TMP/atom" -w '%{http_code}' "http://127.0.0.1:$A/inventory/sale?item=atom")
 check_eq "atomic: after SCRIPT FLUSH the pipeline loads the script again and sells" 200 "$code"
 check "  remaining 2" jq -e '.remaining == 2' "$T_TMP/atom"
+
+# --- a bounded number of workers ---------------------------------------------------------
+# --workers 2: ten items sold at once share two worker threads (before, each item had a
+# thread of its own); every item's sales are still served, each item's stock exact.
+start_service W --redis "127.0.0.1:$REDIS_PORT" --lock v8 --combine 8 --workers 2 --name work || exit 1
+W_PID=$SVC_PID
+for i in $(seq 10); do rcli set "stock:{w$i}" 3 >/dev/null; done
+curl -s -o /dev/null "http://127.0.0.1:$W/inventory/sale?item=w1"
+threads_one=$(ls "/proc/$W_PID/task" | wc -l)
+for i in $(seq 10); do for _ in 1 2 3 4; do
+    curl -s -m 20 -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$W/inventory/sale?item=w$i" >> "$T_TMP/w-codes" &
+done; done
+wait_all
+threads_ten=$(ls "/proc/$W_PID/task" | wc -l)
+check "--workers 2: ten items add at most one thread to the one item's ($threads_one -> $threads_ten)" \
+    test "$threads_ten" -le $((threads_one + 1))
+check_eq "  40 sales of 10 items (stock 3 each, one of w1 sold before): 29 x 200, 11 x 409" "200 x 29 409 x 11 " \
+    "$(sort "$T_TMP/w-codes" | uniq -c | awk '{ printf "%s x %s ", $2, $1 }')"
+sold_all=$(for i in $(seq 10); do rcli get "sold:{w$i}"; done | paste -sd' ' -)
+check_eq "  each item sold exactly its stock" "3 3 3 3 3 3 3 3 3 3" "$sold_all"
 
 t_report
