@@ -13,7 +13,7 @@ long long lock_now_ms(void)
 
 void lock_sleep_ms(long ms)
 {
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
 
     while (ms > 0 && nanosleep(&ts, &ts) == -1 && errno == EINTR)
         ;
@@ -35,5 +35,5 @@ struct timespec lock_realtime_in(long ms)
 
 struct timespec lock_monotonic_at(long long until_ms)
 {
-    return (struct timespec){ until_ms / 1000, (until_ms % 1000) * 1000000L };
+    return (struct timespec){ .tv_sec = until_ms / 1000, .tv_nsec = (until_ms % 1000) * 1000000L };
 }

@@ -54,16 +54,17 @@ int lock_trip_send(struct lock_client *lc, const struct lock_trip *trip, struct 
     return rd_round_trip(lc->redis, trip->before, NULL, trip->after, err);
 }
 
-void lock_pause_here(struct lock_client *lc, struct lock_trip *trip)
+int lock_pause_here(struct lock_client *lc, struct lock_trip *trip, struct lock_error *err)
 {
-    struct lock_error ignored;
     struct lock_trip writes = lock_trip_before(trip);
 
     if (trip == NULL || trip->pause == NULL || trip->pause->fn == NULL)
-        return;
-    lock_trip_send(lc, &writes, &ignored);
+        return LOCK_OK;
     trip->before = NULL;
+    if (lock_trip_send(lc, &writes, err) != LOCK_OK)
+        return LOCK_ERROR;
     trip->pause->fn(trip->pause->arg);
+    return LOCK_OK;
 }
 
 struct lock_trip lock_trip_before(const struct lock_trip *trip)

@@ -20,9 +20,11 @@ struct rd_reply *lock_eval(struct lock_client *lc, const struct lock_trip *trip,
                            const struct rd_script *s, int types, int nkeys, int nargs,
                            const char **argv, struct lock_error *err);
 /* The gap inside a release, where a store has one: sends trip->before alone (the writes
- * go before the gap; trip->before is then NULL) and calls trip->pause. A failure leaves
- * the connection broken: the release's own command reports it. */
-void lock_pause_here(struct lock_client *lc, struct lock_trip *trip);
+ * go before the gap; trip->before is then NULL) and calls trip->pause. LOCK_OK, or
+ * LOCK_ERROR when the writes' round trip failed: the store must not release then (on a
+ * new connection the release could overtake a write still on its way); the lease runs
+ * out instead. Without a pause: LOCK_OK, nothing sent. */
+int lock_pause_here(struct lock_client *lc, struct lock_trip *trip, struct lock_error *err);
 /* Sends what trip carries, alone (a store that keeps its lock in the process, or one
  * whose command went elsewhere). LOCK_OK or LOCK_ERROR. */
 int lock_trip_send(struct lock_client *lc, const struct lock_trip *trip, struct lock_error *err);

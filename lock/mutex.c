@@ -95,7 +95,8 @@ int lock_mutex_release(struct lock_client *lc, struct lock_grant *g, struct lock
                        struct lock_error *err)
 {
     (void)err;
-    lock_pause_here(lc, trip);
+    /* A lock in the process is given back whatever happened to writes in Redis. */
+    lock_pause_here(lc, trip, &(struct lock_error){ 0 });
     pthread_mutex_unlock(g->priv);
     g->priv = NULL;
     return LOCK_OK;

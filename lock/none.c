@@ -13,7 +13,8 @@ static int none_release(struct lock_client *lc, struct lock_grant *g, struct loc
                         struct lock_error *err)
 {
     (void)g, (void)err;
-    lock_pause_here(lc, trip);
+    /* A lock in the process is given back whatever happened to writes in Redis. */
+    lock_pause_here(lc, trip, &(struct lock_error){ 0 });
     return LOCK_OK;
 }
 

@@ -14,7 +14,8 @@ int lock_del_release(struct lock_client *lc, struct lock_grant *g, struct lock_t
     struct rd_reply *r;
     int st;
 
-    lock_pause_here(lc, trip);
+    if (lock_pause_here(lc, trip, err) != LOCK_OK)
+        return LOCK_ERROR;
     r = lock_command(lc, trip, RD_T(RD_INTEGER), err, "DEL %s", g->key);
     if (r == NULL)
         return LOCK_ERROR;
@@ -80,7 +81,8 @@ int lock_hash_release(struct lock_client *lc, struct lock_grant *g, struct lock_
     struct rd_reply *r;
     int st;
 
-    lock_pause_here(lc, trip);
+    if (lock_pause_here(lc, trip, err) != LOCK_OK)
+        return LOCK_ERROR;
     r = lock_eval(lc, trip, &lua_v7_release, RD_T(RD_INTEGER), 1, 1, argv, err);
     if (r == NULL)
         return LOCK_ERROR;

@@ -185,13 +185,13 @@ static int v10_release(struct lock_client *lc, struct lock_grant *g, struct lock
     struct lock_error ignored;
     int st, released, answered;
 
-    lock_pause_here(lc, trip);
+    if (lock_pause_here(lc, trip, err) != LOCK_OK)
+        return LOCK_ERROR;
     writes.before = trip->before;   /* NULL when the pause already sent them */
-    st = lock_trip_send(lc, &writes, err);
+    if ((st = lock_trip_send(lc, &writes, err)) != LOCK_OK)
+        return st;   /* the writes' fate is unknown: no release; the lease runs out */
     released = release_all(rl, g, &answered);
     lock_trip_send(lc, &notice, &ignored);
-    if (st != LOCK_OK)
-        return st;
     if (released >= rl->quorum)
         return LOCK_OK;
     if (answered >= rl->quorum)

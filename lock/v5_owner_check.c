@@ -18,10 +18,12 @@ static int v5_release(struct lock_client *lc, struct lock_grant *g, struct lock_
         return LOCK_ERROR;
     mine = r->type == RD_STRING && strcmp(r->str, g->owner) == 0;
     rd_reply_free(r);
-    if (!mine)
-        return lock_trip_send(lc, &notice, err) == LOCK_OK ? LOCK_NOT_OWNER : LOCK_ERROR;
-
-    lock_pause_here(lc, trip);
+    if (!mine) {
+        lock_trip_send(lc, &notice, &(struct lock_error){ 0 });  /* waiters wake at worst at the lease's end */
+        return LOCK_NOT_OWNER;
+    }
+    if (lock_pause_here(lc, trip, err) != LOCK_OK)
+        return LOCK_ERROR;
     r = lock_command(lc, trip, RD_T(RD_INTEGER), err, "DEL %s", g->key);
     if (r == NULL)
         return LOCK_ERROR;

@@ -13,7 +13,8 @@ static int v6_release(struct lock_client *lc, struct lock_grant *g, struct lock_
     struct rd_reply *r;
     int mine;
 
-    lock_pause_here(lc, trip);
+    if (lock_pause_here(lc, trip, err) != LOCK_OK)
+        return LOCK_ERROR;
     r = lock_eval(lc, trip, &lua_v6_release, RD_T(RD_INTEGER), 1, 1, argv, err);
     if (r == NULL)
         return LOCK_ERROR;

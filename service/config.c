@@ -30,8 +30,10 @@ struct lock_client *svc_lock;
 static const struct {
     const char *name, *alias, *title, *flaw;
 } atomic_baseline = {
-    "atomic", "script", "the whole sale in one Lua script, no lock",
-    "none for one key; no room for work outside Redis",
+    .name = "atomic",
+    .alias = "script",
+    .title = "the whole sale in one Lua script, no lock",
+    .flaw = "none for one key; no room for work outside Redis",
 };
 
 static void usage(FILE *out)
@@ -237,17 +239,26 @@ static const struct flag {
     int has_arg;
     void (*set)(const char *arg);
 } flags[] = {
-    { "port", 1, set_port },           { "bind", 1, set_bind },
-    { "redis", 1, set_redis },         { "lock", 1, set_lock },
-    { "ttl-ms", 1, set_ttl },          { "wait-ms", 1, set_wait_ms },
-    { "retry-ms", 1, set_retry },      { "faults", 0, set_faults },
-    { "name", 1, set_name },           { "max-conns", 1, set_max_conns },
-    { "wait", 1, set_wait },           { "combine", 1, set_combine },
-    { "workers", 1, set_workers },     { "lock-redis", 1, set_masters },
-    { "redis-standby", 1, set_standby }, { "replicas", 1, set_replicas },
-    { "redis-password-file", 1, set_password_file },
-    { "idempotency-ttl", 1, set_idem_ttl },
-    { "list-versions", 0, list_versions_and_exit }, { "help", 0, help_and_exit },
+    { .name = "port", .has_arg = 1, .set = set_port },
+    { .name = "bind", .has_arg = 1, .set = set_bind },
+    { .name = "redis", .has_arg = 1, .set = set_redis },
+    { .name = "lock", .has_arg = 1, .set = set_lock },
+    { .name = "ttl-ms", .has_arg = 1, .set = set_ttl },
+    { .name = "wait-ms", .has_arg = 1, .set = set_wait_ms },
+    { .name = "retry-ms", .has_arg = 1, .set = set_retry },
+    { .name = "faults", .has_arg = 0, .set = set_faults },
+    { .name = "name", .has_arg = 1, .set = set_name },
+    { .name = "max-conns", .has_arg = 1, .set = set_max_conns },
+    { .name = "wait", .has_arg = 1, .set = set_wait },
+    { .name = "combine", .has_arg = 1, .set = set_combine },
+    { .name = "workers", .has_arg = 1, .set = set_workers },
+    { .name = "lock-redis", .has_arg = 1, .set = set_masters },
+    { .name = "redis-standby", .has_arg = 1, .set = set_standby },
+    { .name = "replicas", .has_arg = 1, .set = set_replicas },
+    { .name = "redis-password-file", .has_arg = 1, .set = set_password_file },
+    { .name = "idempotency-ttl", .has_arg = 1, .set = set_idem_ttl },
+    { .name = "list-versions", .has_arg = 0, .set = list_versions_and_exit },
+    { .name = "help", .has_arg = 0, .set = help_and_exit },
 };
 enum { FLAGS = sizeof(flags) / sizeof(flags[0]) };
 
@@ -273,8 +284,8 @@ void config_parse(int argc, char **argv)
     int o, index;
 
     for (int i = 0; i < FLAGS; i++)
-        opts[i] = (struct option){ flags[i].name, flags[i].has_arg ? required_argument : no_argument,
-                                   NULL, 0 };
+        opts[i] = (struct option){ .name = flags[i].name,
+                                   .has_arg = flags[i].has_arg ? required_argument : no_argument };
     opts[FLAGS] = (struct option){ 0 };
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, &index)) != -1) {

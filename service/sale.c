@@ -106,7 +106,7 @@ static enum sell_step write_and_release(struct lock_grant *g, struct rd_batch *w
     if (writes->n == 0)
         return SELL_RELEASED;
     if ((r = writes->reply[0]) == NULL)
-        sale_set_all(rqs, n, SALE_OUTCOME_UNKNOWN, NULL);
+        sale_set_all(rqs, n, writes->sent ? SALE_OUTCOME_UNKNOWN : SALE_REDIS_DOWN, NULL);
     else if (r->fault == LOCK_E_NOSCRIPT)
         return SELL_AGAIN;   /* nothing ran; the layer has loaded it for the next grant */
     else
@@ -177,11 +177,14 @@ static int is_last(const struct lock_grant *g, const struct sale_line *line)
 /* Batch after batch under one grant while sales come, the grant is young and its lease
  * sound; the last batch's write rides with the release. Between batches the grant
  * lingers for the next sales, unless another process has asked for the lock. Every
- * batch is answered; returns SELL_AGAIN when the sale must be tried under a new grant. */
+ * batch but the current one is answered; returns SELL_AGAIN when the current one,
+ * rqs[0..*n), must be tried under a new grant. */
 static enum sell_step serve_batches(struct lock_grant *g, long long stock, struct sale_request **rqs,
-                                    int n, const struct sale_line *line)
+                                    int *np, const struct sale_line *line)
 {
-    for (int batch = 1;; batch++) {
+    int n = *np;
+
+    for (int batch = 1;; batch++, *np = n) {
         enum sell_step step = sell_batch(g, &stock, rqs, n, is_last(g, line), batch);
         if (step == SELL_AGAIN)
             return step;
@@ -200,11 +203,16 @@ static enum sell_step serve_batches(struct lock_grant *g, long long stock, struc
     }
 }
 
+/* The sales rqs[0..n) are of one item, the first's (taken from the line with it).
+ * Should the write find Redis without its script (a restart), the batch in hand is sold
+ * again under a new grant, once. */
 void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line *line)
 {
     struct sale_request *rqs[SALE_BATCH_MAX] = { first };
+    char item[ITEM_MAX + 1];   /* every batch's; first may be answered (and freed) early */
     int n = 1;
 
+    snprintf(item, sizeof(item), "%s", first->item);
     for (int attempt = 0; attempt < 2; attempt++) {
         struct rd_batch read = { 0 };
         struct lock_error err = { 0 };
@@ -212,17 +220,17 @@ void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line
         long long stock = 0;
         char msg[160] = "";
         enum sale_result res = SALE_ERROR;
-        int st = rd_batch_add(&read, &err, "GET stock:{%s}", first->item);
+        int st = rd_batch_add(&read, &err, "GET stock:{%s}", item);
 
         if (st == LOCK_OK) {
-            st = lock_acquire(svc_lock, first->item, wait_ms, &g, &read, &err);
+            st = lock_acquire(svc_lock, item, wait_ms, &g, &read, &err);
             metrics_lock_wait(g.waited_ms);
         }
         if (st == LOCK_OK) {
             n += take(line, rqs, n);
             for (int i = 0; i < n; i++)
                 memset(&rqs[i]->out, 0, sizeof(rqs[i]->out));
-            res = sale_stock_of(read.reply[0], first->item, &stock, msg, sizeof(msg));
+            res = sale_stock_of(read.reply[0], item, &stock, msg, sizeof(msg));
         }
         rd_batch_reset(&read);
         if (st != LOCK_OK) {
@@ -230,7 +238,7 @@ void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line
         } else if (res != SALE_OK) {
             sale_set_all(rqs, n, res, msg);
             release_alone(&g); /* nothing to write */
-        } else if (serve_batches(&g, stock, rqs, n, line) != SELL_AGAIN) {
+        } else if (serve_batches(&g, stock, rqs, &n, line) != SELL_AGAIN) {
             return;
         } else {
             continue;

@@ -1,39 +1,36 @@
-/* workers.c - Locked sales on an event loop (--combine N): each item has a line, and
- * each line belongs to one of at most --workers threads (by the item's name). A worker
- * takes the first sale of one of its lines (in turn), takes the lock for it (waiting as
- * the version waits) and, holding the grant, takes up to N - 1 more from the line: one
- * critical section serves them all. While sales keep coming it serves the next batch
- * under the same grant, up to a hold limit (sale_serve). A reaper answers 503
- * lock_timeout to a sale still in a line at its wait limit. */
+/* workers.c - Locked sales on an event loop (--combine N): each item has a line of sales,
+ * and at most --workers threads serve the lines. An idle worker takes a line that has
+ * sales and that no other worker is serving (lines in turn), takes the lock for its
+ * first sale (waiting as the version waits) and, holding the grant, takes up to N - 1
+ * more from the line: one critical section serves them all. While sales keep coming it
+ * serves the next batch under the same grant, up to a hold limit (sale_serve). A worker
+ * waiting for one item's lock holds up no other item while another worker is idle; when
+ * all are busy, the next line waits for one. A reaper answers 503 lock_timeout to a sale
+ * still in a line at its wait limit. */
 #include "service/engine.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* One item's line of sales. */
 struct line {
     char item[ITEM_MAX + 1];
-    struct sale_job *head, *tail; /* guarded by mu */
+    struct sale_job *head, *tail;
+    int busy;                     /* a worker is serving this line */
+    pthread_cond_t cv;            /* a sale came (for the worker lingering on it) */
     struct sale_line serve;       /* how sale_serve takes from it and answers */
-    struct worker *worker;
-    struct line *next;            /* the worker's lines */
+    struct line *next;
 };
 
-/* A thread and the lines it serves. */
-struct worker {
-    pthread_t thread;
-    pthread_cond_t cv;            /* a line of its is not empty, or stopping */
-    struct line *lines, *turn;    /* turn: the line it looks at first next time */
-    int running;
-};
-
-/* mu guards every line, worker and stopping. */
+/* mu guards every line and everything below. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct worker *workers;    /* svc.workers of them, started on first use */
-static int stopping, started, reaper_started;
+static pthread_cond_t work_cv;    /* a line has sales and no worker: for an idle worker */
+static struct line *lines, *turn; /* turn: the line an idle worker looks at first */
+static pthread_t *threads;        /* svc.workers of them at most, started as needed */
+static int running, idle, stopping, started, reaper_started;
 static pthread_t reaper;
 
 static struct sale_job *job_of(struct sale_request *rq)
@@ -79,7 +76,7 @@ static int has_more(void *arg, long long until_ms)
     pthread_mutex_lock(&mu);
     while (l->head == NULL && !stopping && lock_now_ms() < until_ms) {
         struct timespec ts = lock_monotonic_at(until_ms);
-        pthread_cond_timedwait(&l->worker->cv, &mu, &ts); /* cv runs on CLOCK_MONOTONIC */
+        pthread_cond_timedwait(&l->cv, &mu, &ts); /* cv runs on CLOCK_MONOTONIC */
     }
     more = l->head != NULL;
     pthread_mutex_unlock(&mu);
@@ -93,20 +90,21 @@ static void answer(void *arg, struct sale_request **rqs, int n)
         engine_resume(job_of(rqs[i]));
 }
 
-/* The next of w's lines with a sale waiting, from its turn on; NULL when none. */
-static struct line *next_line(struct worker *w)
+/* The next line with sales that no worker serves, from turn on; NULL when none. With mu
+ * held. */
+static struct line *next_line(void)
 {
-    struct line *start = w->turn ? w->turn : w->lines, *l = start;
+    struct line *start = turn ? turn : lines, *l = start;
 
-    do {
-        if (l == NULL)
-            return NULL;
-        if (l->head) {
-            w->turn = l->next ? l->next : w->lines;
+    while (l) {
+        if (l->head && !l->busy) {
+            turn = l->next;
             return l;
         }
-        l = l->next ? l->next : w->lines;
-    } while (l != start);
+        l = l->next ? l->next : lines;
+        if (l == start)
+            break;
+    }
     return NULL;
 }
 
@@ -126,19 +124,25 @@ static void serve_first(struct line *l, struct sale_job *first)
 
 static void *worker_main(void *arg)
 {
-    struct worker *w = arg;
     struct line *l;
 
+    (void)arg;
     pthread_mutex_lock(&mu);
     for (;;) {
-        while ((l = next_line(w)) == NULL && !stopping)
-            pthread_cond_wait(&w->cv, &mu);
+        idle++;
+        while ((l = next_line()) == NULL && !stopping)
+            pthread_cond_wait(&work_cv, &mu);
+        idle--;
         if (l == NULL)
-            break;   /* stopping, and its lines are empty */
+            break;   /* stopping, and no line has sales left */
+        l->busy = 1;
         struct sale_job *first = line_pop(l);
         pthread_mutex_unlock(&mu);
         serve_first(l, first);
         pthread_mutex_lock(&mu);
+        l->busy = 0;
+        if (l->head)
+            pthread_cond_signal(&work_cv);   /* more came: another worker may take it */
     }
     pthread_mutex_unlock(&mu);
     return NULL;
@@ -172,9 +176,8 @@ static void *reaper_main(void *arg)
     pthread_mutex_lock(&mu);
     while (!stopping) {
         long long now = lock_now_ms();
-        for (int i = 0; i < svc.workers; i++)
-            for (struct line *l = workers[i].lines; l; l = l->next)
-                reap(l, now);
+        for (struct line *l = lines; l; l = l->next)
+            reap(l, now);
         pthread_mutex_unlock(&mu);
         lock_sleep_ms(10);
         pthread_mutex_lock(&mu);
@@ -196,78 +199,79 @@ static long hold_ms(void)
     return svc.ttl_ms / 3 < HOLD_MS ? svc.ttl_ms / 3 : HOLD_MS;
 }
 
-/* The worker an item's sales go to: FNV-1a of its name. */
-static struct worker *worker_of(const char *item)
-{
-    unsigned h = 2166136261u;
-
-    for (const char *p = item; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    return &workers[h % (unsigned)svc.workers];
-}
-
-/* item's line, made (and its worker started) on first use; NULL when it cannot be. With
- * mu held. */
+/* item's line, made on first use; NULL when out of memory. With mu held. */
 static struct line *line_for(const char *item)
 {
-    struct worker *w = worker_of(item);
+    pthread_condattr_t attr;
     struct line *l;
 
-    for (l = w->lines; l; l = l->next)
+    for (l = lines; l; l = l->next)
         if (strcmp(l->item, item) == 0)
             return l;
-    if (!w->running) {
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
-            return NULL;
-        w->running = 1;
-    }
     if ((l = calloc(1, sizeof(*l))) == NULL)
         return NULL;
     snprintf(l->item, sizeof(l->item), "%s", item);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->cv, &attr);
+    pthread_condattr_destroy(&attr);
     l->serve = (struct sale_line){ .take = take_more, .has_more = has_more, .answer = answer,
                                    .arg = l, .hold_ms = hold_ms(), .linger_ms = LINGER_MS };
-    l->worker = w;
-    l->next = w->lines;
-    w->lines = l;
+    l->next = lines;
+    lines = l;
     return l;
+}
+
+/* A line has sales: wakes an idle worker, or starts one while fewer than --workers run.
+ * 0, or -1 when none runs and none can be started. With mu held. */
+static int wake_worker(void)
+{
+    if (idle == 0 && running < svc.workers &&
+        pthread_create(&threads[running], NULL, worker_main, NULL) == 0)
+        running++;
+    pthread_cond_signal(&work_cv);
+    return running > 0 ? 0 : -1;
 }
 
 void workers_submit(struct sale_job *j)
 {
-    struct line *l;
+    struct line *l = NULL;
+    int down;
 
     j->next = NULL;
     j->deadline_ms = lock_now_ms() + svc.wait_ms;
     pthread_mutex_lock(&mu);
-    if (!started || stopping || (l = line_for(j->item)) == NULL) {
-        /* Shutting down (nothing is sold; the client may try again), or no worker. */
-        int down = !started || stopping;
-        pthread_mutex_unlock(&mu);
-        j->rq.out.result = down ? SALE_REDIS_DOWN : SALE_ERROR;
-        if (!down)
-            snprintf(j->rq.out.message, sizeof(j->rq.out.message), "cannot start a worker");
-        engine_resume(j);
-        return;
+    down = !started || stopping;
+    if (!down && (l = line_for(j->item)) != NULL) {
+        if (l->tail)
+            l->tail->next = j;
+        else
+            l->head = j;
+        l->tail = j;
+        pthread_cond_signal(&l->cv);
+        if (wake_worker() == 0) {
+            pthread_mutex_unlock(&mu);
+            return;
+        }
+        l->head = l->tail = NULL;   /* j was its only sale: no worker ever ran */
     }
-    if (l->tail)
-        l->tail->next = j;
-    else
-        l->head = j;
-    l->tail = j;
-    pthread_cond_signal(&l->worker->cv);
     pthread_mutex_unlock(&mu);
+    /* Shutting down (nothing is sold; the client may try again), or no worker. */
+    j->rq.out.result = down ? SALE_REDIS_DOWN : SALE_ERROR;
+    if (!down)
+        snprintf(j->rq.out.message, sizeof(j->rq.out.message), "cannot start a worker");
+    engine_resume(j);
 }
 
 int workers_start(void)
 {
     pthread_condattr_t attr;
 
-    if ((workers = calloc((size_t)svc.workers, sizeof(*workers))) == NULL)
+    if ((threads = calloc((size_t)svc.workers, sizeof(*threads))) == NULL)
         return -1;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    for (int i = 0; i < svc.workers; i++)
-        pthread_cond_init(&workers[i].cv, &attr);
+    pthread_cond_init(&work_cv, &attr);
     pthread_condattr_destroy(&attr);
     started = 1;
     if (pthread_create(&reaper, NULL, reaper_main, NULL) != 0) {
@@ -278,29 +282,31 @@ int workers_start(void)
     return 0;
 }
 
-/* Workers serve what is in their lines, then stop. */
+/* Workers serve what is in the lines, then stop. */
 void workers_stop(void)
 {
     if (!started)
         return;
     pthread_mutex_lock(&mu);
     stopping = 1;
-    for (int i = 0; i < svc.workers; i++)
-        pthread_cond_signal(&workers[i].cv);
+    pthread_cond_broadcast(&work_cv);
+    for (struct line *l = lines; l; l = l->next)
+        pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&mu);
     if (reaper_started)
         pthread_join(reaper, NULL);
-    for (int i = 0; i < svc.workers; i++) {
-        struct worker *w = &workers[i];
-        if (w->running)
-            pthread_join(w->thread, NULL);
-        for (struct line *l = w->lines, *next; l; l = next) {
-            next = l->next;
-            free(l);
-        }
-        pthread_cond_destroy(&w->cv);
+    for (int i = 0; i < running; i++)
+        pthread_join(threads[i], NULL);
+    while (lines) {
+        struct line *l = lines;
+        lines = l->next;
+        pthread_cond_destroy(&l->cv);
+        free(l);
     }
-    free(workers);
-    workers = NULL;
+    pthread_cond_destroy(&work_cv);
+    free(threads);
+    threads = NULL;
+    running = idle = 0;
+    turn = NULL;
     started = 0;
 }

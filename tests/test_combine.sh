@@ -108,6 +108,28 @@ code=$(curl -s -m 30 -o "$T_TMP/atom" -w '%{http_code}' "http://127.0.0.1:$A/inv
 check_eq "atomic: after SCRIPT FLUSH the pipeline loads the script again and sells" 200 "$code"
 check "  remaining 2" jq -e '.remaining == 2' "$T_TMP/atom"
 
+# --- Redis forgets the write script in a later batch of one grant ------------------------
+# A works 300 ms alone in the grant's first batch; B, C and D arrive meanwhile and form
+# the second batch (B's 600 ms of work for all three), whose write rides with the
+# release. SCRIPT FLUSH during B's work: that write finds no script and nothing of it
+# runs; the batch in hand, all three, is sold again under a new grant: four 200s.
+rcli set 'stock:{fl}' 10 >/dev/null
+start_service F --redis "127.0.0.1:$REDIS_PORT" --lock v8 --combine 4 --faults --name flush || exit 1
+FURL="http://127.0.0.1:$F/inventory/sale?item=fl"
+curl -s -m 20 -o /dev/null -w '%{http_code}\n' "$FURL&work_ms=300" > "$T_TMP/fl-a" &
+sleep 0.1
+curl -s -m 20 -o /dev/null -w '%{http_code}\n' "$FURL&work_ms=600" > "$T_TMP/fl-b" &
+sleep 0.05
+for x in c d; do curl -s -m 20 -o /dev/null -w '%{http_code}\n' "$FURL" > "$T_TMP/fl-$x" & done
+sleep 0.45
+rcli script flush >/dev/null
+wait_all
+check_eq "SCRIPT FLUSH in a later batch of one grant: all four answered 200" "200 200 200 200" \
+    "$(cat "$T_TMP"/fl-a "$T_TMP"/fl-b "$T_TMP"/fl-c "$T_TMP"/fl-d | paste -sd' ' -)"
+check_eq "  sold 4, stock 6, ledger 4" "4 6 4" \
+    "$(rcli get 'sold:{fl}') $(rcli get 'stock:{fl}') $(rcli xlen 'orders:{fl}')"
+check "  the instance still serves" curl -sf -o /dev/null "$FURL"
+
 # --- a bounded number of workers ---------------------------------------------------------
 # --workers 2: ten items sold at once share two worker threads (before, each item had a
 # thread of its own); every item's sales are still served, each item's stock exact.
@@ -127,5 +149,19 @@ check_eq "  40 sales of 10 items (stock 3 each, one of w1 sold before): 29 x 200
     "$(sort "$T_TMP/w-codes" | uniq -c | awk '{ printf "%s x %s ", $2, $1 }')"
 sold_all=$(for i in $(seq 10); do rcli get "sold:{w$i}"; done | paste -sd' ' -)
 check_eq "  each item sold exactly its stock" "3 3 3 3 3 3 3 3 3 3" "$sold_all"
+
+# While one worker waits for an item's lock (held by another owner for 2 s), another item
+# is served by another worker at once: no item waits behind another's lock while a worker
+# is free.
+rcli set 'stock:{held}' 5 >/dev/null; rcli set 'stock:{free}' 5 >/dev/null
+rcli hset 'lock:{held}' someone-else:1 1 >/dev/null; rcli pexpire 'lock:{held}' 2000 >/dev/null
+curl -s -m 20 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$W/inventory/sale?item=held" > "$T_TMP/held-code" &
+sleep 0.2
+free_ms=$(curl -s -m 20 -o /dev/null -w '%{time_total}' "http://127.0.0.1:$W/inventory/sale?item=free" |
+          awk '{ printf "%d", $1 * 1000 }')
+check "  a free item's sale is served while another item waits for its lock (${free_ms} ms)" \
+    test "$free_ms" -lt 1000
+wait_all
+check_eq "  the held item's sale is served once the other owner's lease runs out" 200 "$(cat "$T_TMP/held-code")"
 
 t_report

@@ -67,6 +67,7 @@ int rd_batch_add_eval(struct rd_batch *b, const struct rd_script *s, int nkeys, 
     enum { ARGS_MAX = 320 };   /* a combined sale's write: keys, args, a request id per sale */
     const char *cmd[ARGS_MAX + 3];
     char numkeys[16], *out = NULL;
+    int len;
 
     if (nkeys < 0 || nargs < 0 || nkeys + nargs > ARGS_MAX)
         return lock_fail(err, LOCK_E_USAGE, "%s: too many script arguments", s->name);
@@ -75,7 +76,8 @@ int rd_batch_add_eval(struct rd_batch *b, const struct rd_script *s, int nkeys, 
     cmd[1] = s->sha;
     cmd[2] = numkeys;
     memcpy(cmd + 3, argv, sizeof(*argv) * (size_t)(nkeys + nargs));
-    return batch_append(b, out, redisFormatCommandArgv(&out, 3 + nkeys + nargs, cmd, NULL), s, err);
+    len = redisFormatCommandArgv(&out, 3 + nkeys + nargs, cmd, NULL);
+    return batch_append(b, out, len, s, err);
 }
 
 static void free_replies(struct rd_batch *b)

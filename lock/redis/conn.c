@@ -40,7 +40,7 @@ int rd_servers_parse(const char *list, struct rd_server *out, int max)
 
 static struct timeval timeval_of(long ms)
 {
-    return (struct timeval){ ms / 1000, (ms % 1000) * 1000 };
+    return (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 }
 
 /* One command on cn within its timeout: rd_expect's contract. */

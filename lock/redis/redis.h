@@ -95,7 +95,8 @@ struct rd_config {
 /* NULL with err filled when cfg cannot be used (a bad standby list, out of memory).
  * Connects lazily: a server that is down now is not an error here. */
 struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_error *err);
-/* Frees the calling thread's connection too; other threads' go when they exit. */
+/* Frees the client and the calling thread's connection. Call it once every other thread
+ * that used the client has exited (their connections are freed as each exits). */
 void rd_client_destroy(struct rd_client *rc);
 /* The way this client finds its server: "single" or "standby". */
 const char *rd_client_locator(const struct rd_client *rc);
