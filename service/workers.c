@@ -140,9 +140,7 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&mu);
         serve_first(l, first);
         pthread_mutex_lock(&mu);
-        l->busy = 0;
-        if (l->head)
-            pthread_cond_signal(&work_cv);   /* more came: another worker may take it */
+        l->busy = 0;   /* what came meanwhile, this worker looks at next */
     }
     pthread_mutex_unlock(&mu);
     return NULL;
@@ -222,8 +220,8 @@ static struct line *line_for(const char *item)
     return l;
 }
 
-/* A line has sales: wakes an idle worker, or starts one while fewer than --workers run.
- * 0, or -1 when none runs and none can be started. With mu held. */
+/* A line no worker serves has sales: wakes an idle worker, or starts one while fewer
+ * than --workers run. 0, or -1 when none runs and none can be started. With mu held. */
 static int wake_worker(void)
 {
     if (idle == 0 && running < svc.workers &&
@@ -248,8 +246,8 @@ void workers_submit(struct sale_job *j)
         else
             l->head = j;
         l->tail = j;
-        pthread_cond_signal(&l->cv);
-        if (wake_worker() == 0) {
+        pthread_cond_signal(&l->cv);   /* the worker serving l, lingering for more */
+        if (l->busy || wake_worker() == 0) {
             pthread_mutex_unlock(&mu);
             return;
         }
