@@ -23,9 +23,7 @@ void probe_enter(const char *item, const char *id)
     rd_reply_free(r);
 }
 
-void probe_leave(const char *item, const char *id)
+int probe_leave_add(struct rd_batch *b, const char *item, const char *id, struct lock_error *err)
 {
-    struct lock_error err;
-
-    rd_reply_free(rd_call(svc_redis, RD_T(RD_INTEGER), &err, "SREM probe:{%s} %s", item, id));
+    return rd_batch_add(b, err, "SREM probe:{%s} %s", item, id);
 }

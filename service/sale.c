@@ -36,25 +36,20 @@ static void mark_sold(const struct lock_grant *g, long long stock, long long k, 
         rqs[i]->out.lease_lost = 1;
 }
 
-/* Inside the critical section, between the read and the write: the probe and the faults
- * (--faults), then the decision. A fenced grant (one with a token) whose lease is known
- * lost writes nothing: its sales answer lease_lost. Returns 1 when there is a write to
- * send (a sale with an idempotency key is written even when sold out: its answer is
- * kept), and k, what it sells. */
+/* Inside the critical section, between the read and the write: the probe enters
+ * (--faults), the faults run, then the decision. A fenced grant (one with a token) whose
+ * lease is known lost writes nothing: its sales answer lease_lost. Returns 1 when there
+ * is a write to send (a sale with an idempotency key is written even when sold out: its
+ * answer is kept), and k, what it sells. */
 static int critical_section(const struct lock_grant *g, long long stock, long long *k,
-                            struct sale_request **rqs, int n)
+                            struct sale_request **rqs, int n, const char *probe_id)
 {
-    static atomic_llong seq;
     struct sale_request *lead = rqs[0];
-    char probe_id[LOCK_OWNER_MAX + 96];
     int lost, write;
 
     *k = decide(stock, n);
-    if (svc.faults) {
-        snprintf(probe_id, sizeof(probe_id), "%s:%s:%lld", svc.name, g->owner,
-                 (long long)atomic_fetch_add(&seq, 1));
+    if (probe_id)
         probe_enter(lead->item, probe_id);
-    }
     if (faults_inside(g, lead, *k) != 0) {
         sale_set_all(rqs, n, lead->out.result, lead->out.message);
         *k = 0;
@@ -65,33 +60,56 @@ static int critical_section(const struct lock_grant *g, long long stock, long lo
         *k = 0;
     }
     write = (*k > 0 || lead->idem_key) && lead->out.result == SALE_OK;
-    if (svc.faults)
-        probe_leave(lead->item, probe_id);
     mark_sold(g, stock, *k, lost, rqs, n);
     return write;
 }
 
-/* The write sent alone, the grant kept for the next batch: the stock goes down by what
- * was sold. A write sent whose reply never came answers outcome_unknown. */
-static enum sell_step write_alone(struct rd_batch *writes, long long *stock, long long k,
+/* What leaves the critical section, in one batch: the probe's leave (--faults), then the
+ * write (its index in *at; -1 for none, and then LOCK_ERROR when the outcomes say why). */
+static int leaving(struct rd_batch *b, int *at, const struct lock_grant *g, long long stock,
+                   long long k, int write, int batch, struct sale_request **rqs, int n,
+                   const char *probe_id)
+{
+    struct lock_error err = { 0 };
+
+    *at = -1;
+    if (probe_id)
+        probe_leave_add(b, rqs[0]->item, probe_id, &err);   /* it only counts: no failure */
+    if (!write)
+        return LOCK_OK;
+    if (sale_write_add(b, g, stock, k, batch, rqs, n, &err) != LOCK_OK) {
+        sale_set_all(rqs, n, SALE_ERROR, err.msg);
+        return LOCK_ERROR;
+    }
+    *at = b->n - 1;
+    return LOCK_OK;
+}
+
+/* The write sent alone (at: its index in writes, -1 for none), the grant kept for the
+ * next batch: the stock goes down by what was sold. A write sent whose reply never came
+ * answers outcome_unknown. */
+static enum sell_step write_alone(struct rd_batch *writes, int at, long long *stock, long long k,
                                   struct sale_request **rqs, int n)
 {
     struct lock_error err = { 0 };
     long long sold;
 
-    if (rd_round_trip(svc_redis, NULL, writes, NULL, &err) != LOCK_OK) {
+    if (rd_round_trip(svc_redis, NULL, writes, NULL, &err) != LOCK_OK && at >= 0 &&
+        writes->reply[at] == NULL) {
         sale_set_all(rqs, n, writes->sent ? SALE_OUTCOME_UNKNOWN : SALE_REDIS_DOWN, NULL);
         return SELL_FAILED;
     }
-    if ((sold = sale_write_result(writes->reply[0], k, rqs, n)) < 0)
+    if (at < 0)
+        return SELL_KEPT;
+    if ((sold = sale_write_result(writes->reply[at], k, rqs, n)) < 0)
         return SELL_FAILED;
     *stock -= sold;
     return SELL_KEPT;
 }
 
-/* The write (when there is one) rides with the release: its own reply decides; without
- * one, it was sent with the release and may be done. */
-static enum sell_step write_and_release(struct lock_grant *g, struct rd_batch *writes,
+/* The write (at: its index in writes, -1 for none) rides with the release: its own reply
+ * decides; without one, it was sent with the release and may be done. */
+static enum sell_step write_and_release(struct lock_grant *g, struct rd_batch *writes, int at,
                                         long long k, struct sale_request **rqs, int n)
 {
     struct lock_error err = { 0 };
@@ -103,9 +121,9 @@ static enum sell_step write_and_release(struct lock_grant *g, struct rd_batch *w
     if (st == LOCK_EXPIRED || st == LOCK_STOLEN)
         for (int i = 0; i < n; i++)
             rqs[i]->out.lease_lost = 1;
-    if (writes->n == 0)
+    if (at < 0)
         return SELL_RELEASED;
-    if ((r = writes->reply[0]) == NULL)
+    if ((r = writes->reply[at]) == NULL)
         sale_set_all(rqs, n, writes->sent ? SALE_OUTCOME_UNKNOWN : SALE_REDIS_DOWN, NULL);
     else if (r->fault == LOCK_E_NOSCRIPT)
         return SELL_AGAIN;   /* nothing ran; the layer has loaded it for the next grant */
@@ -121,21 +139,25 @@ static enum sell_step write_and_release(struct lock_grant *g, struct rd_batch *w
 static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct sale_request **rqs,
                                  int n, int last, int batch)
 {
+    static atomic_llong seq;
     struct rd_batch writes = { 0 };
-    struct lock_error err = { 0 };
     enum sell_step step = last ? SELL_RELEASED : SELL_KEPT;
+    char probe_id[LOCK_OWNER_MAX + 96], *probe = NULL;
     long long k;
+    int at, write;
 
     metrics_batch(n);
-    if (critical_section(g, *stock, &k, rqs, n) &&
-        sale_write_add(&writes, g, *stock, k, batch, rqs, n, &err) != LOCK_OK) {
-        sale_set_all(rqs, n, SALE_ERROR, err.msg);
-        rd_batch_reset(&writes);
+    if (svc.faults) {
+        snprintf(probe_id, sizeof(probe_id), "%s:%s:%lld", svc.name, g->owner,
+                 (long long)atomic_fetch_add(&seq, 1));
+        probe = probe_id;
     }
+    write = critical_section(g, *stock, &k, rqs, n, probe);
+    leaving(&writes, &at, g, *stock, k, write, batch, rqs, n, probe);   /* at -1: no write */
     if (last)
-        step = write_and_release(g, &writes, k, rqs, n);
+        step = write_and_release(g, &writes, at, k, rqs, n);
     else if (writes.n)
-        step = write_alone(&writes, stock, k, rqs, n);
+        step = write_alone(&writes, at, stock, k, rqs, n);
     rd_batch_reset(&writes);
     return step;
 }
@@ -220,8 +242,10 @@ void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line
         long long stock = 0;
         char msg[160] = "";
         enum sale_result res = SALE_ERROR;
-        int st = rd_batch_add(&read, &err, "GET stock:{%s}", item);
+        int st = sale_write_prepare(&err);
 
+        if (st == LOCK_OK)
+            st = rd_batch_add(&read, &err, "GET stock:{%s}", item);
         if (st == LOCK_OK) {
             st = lock_acquire(svc_lock, item, wait_ms, &g, &read, &err);
             metrics_lock_wait(g.waited_ms);

@@ -102,6 +102,13 @@ int sale_write_add(struct rd_batch *b, const struct lock_grant *g, long long sto
                              argv, err);
 }
 
+int sale_write_prepare(struct lock_error *err)
+{
+    if (rd_script_load(svc_redis, &lua_sale_write, err) != LOCK_OK)
+        return LOCK_ERROR;
+    return rd_script_load(svc_redis, &lua_sale_write_fenced, err);
+}
+
 long long sale_write_result(const struct rd_reply *r, long long k, struct sale_request **rqs,
                             int n)
 {

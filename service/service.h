@@ -146,6 +146,10 @@ struct sale_line {
 void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line *line);
 
 /* --- sale_write.c: the sale's write under the lock (service/scripts/sale_write*.lua). --- */
+/* Makes sure Redis has the write scripts before a grant is taken: the write rides ahead
+ * of the release, where a script Redis lacks could not be sent again. LOCK_OK or
+ * LOCK_ERROR (cheap once loaded: the Redis layer remembers). */
+int sale_write_prepare(struct lock_error *err);
 /* The write of k of the n sales rqs on stock read under g (batch: its number within the
  * grant), appended to b as one script call. LOCK_OK or LOCK_ERROR. */
 int sale_write_add(struct rd_batch *b, const struct lock_grant *g, long long stock, long long k,
@@ -171,7 +175,9 @@ void sale_atomic_run(struct sale_request *rq);
 /* --- probe.c: the mutual-exclusion probe (--faults): who is inside the critical section. */
 /* Enter: id joins probe:{item}; an overlap is counted when someone else is inside. */
 void probe_enter(const char *item, const char *id);
-void probe_leave(const char *item, const char *id);
+/* Leave: appends the command that takes id out of probe:{item} to b, the batch that
+ * leaves the critical section (just before the write, before the lock is given back). */
+int probe_leave_add(struct rd_batch *b, const char *item, const char *id, struct lock_error *err);
 
 /* --- faults.c: the teaching faults, as hooks the sale calls at named points. --- */
 /* Inside the critical section, between the read and the write, for the sale's lead

@@ -120,8 +120,35 @@ static int read_range(redisContext *c, struct rd_batch *b, int from, int to, str
     return LOCK_OK;
 }
 
-/* SCRIPT LOAD s on c: LOCK_OK when Redis has it under the sha we call it by. */
-static int script_load(struct rd_conn *cn, const struct rd_script *s, struct lock_error *err)
+/* Records that the client has s loaded (yes) or that Redis said NOSCRIPT for it (no). */
+static void set_known(struct rd_client *rc, const struct rd_script *s, int yes)
+{
+    int i;
+
+    pthread_mutex_lock(&rc->known_mu);
+    for (i = 0; i < rc->nknown && rc->known[i] != s; i++)
+        ;
+    if (yes && i == rc->nknown && rc->nknown < RD_SCRIPTS_KNOWN)
+        rc->known[rc->nknown++] = s;
+    else if (!yes && i < rc->nknown)
+        rc->known[i] = rc->known[--rc->nknown];
+    pthread_mutex_unlock(&rc->known_mu);
+}
+
+int rd_script_is_known(struct rd_client *rc, const struct rd_script *s)
+{
+    int known = 0;
+
+    pthread_mutex_lock(&rc->known_mu);
+    for (int i = 0; i < rc->nknown && !known; i++)
+        known = rc->known[i] == s;
+    pthread_mutex_unlock(&rc->known_mu);
+    return known;
+}
+
+/* SCRIPT LOAD s on cn: LOCK_OK when Redis has it under the sha we call it by. */
+static int script_load(struct rd_client *rc, struct rd_conn *cn, const struct rd_script *s,
+                       struct lock_error *err)
 {
     struct rd_reply *r = rd_conn_command(cn, RD_T(RD_STRING), err, "SCRIPT LOAD %s", s->source);
     int same;
@@ -132,40 +159,55 @@ static int script_load(struct rd_conn *cn, const struct rd_script *s, struct loc
     rd_reply_free(r);
     if (!same)
         return lock_fail(err, LOCK_E_PROTOCOL, "%s: Redis's sha is not the one built in", s->name);
-    if (cn->nknown < RD_SCRIPTS_KNOWN)
-        cn->known[cn->nknown++] = s;
+    set_known(rc, s, 1);
     return LOCK_OK;
 }
 
-/* Loads the scripts of b that this connection has not loaded yet (b goes before another
+/* Loads the scripts of b that the client has not loaded yet (b goes before another
  * command: a NOSCRIPT there could not be mended by sending it again). */
-static int scripts_known(struct rd_conn *cn, const struct rd_batch *b, struct lock_error *err)
+static int scripts_known(struct rd_client *rc, struct rd_conn *cn, const struct rd_batch *b,
+                         struct lock_error *err)
 {
-    for (int i = 0; b && i < b->n; i++) {
-        int known = b->script[i] == NULL;
-        for (int k = 0; k < cn->nknown && !known; k++)
-            known = cn->known[k] == b->script[i];
-        if (!known && script_load(cn, b->script[i], err) != LOCK_OK)
+    for (int i = 0; b && i < b->n; i++)
+        if (b->script[i] && !rd_script_is_known(rc, b->script[i]) &&
+            script_load(rc, cn, b->script[i], err) != LOCK_OK)
             return LOCK_ERROR;
-    }
     return LOCK_OK;
+}
+
+int rd_script_load(struct rd_client *rc, const struct rd_script *s, struct lock_error *err)
+{
+    struct rd_conn *cn;
+
+    if (rd_script_is_known(rc, s))
+        return LOCK_OK;
+    if ((cn = rd_thread_conn(rc, NULL, err)) == NULL)
+        return LOCK_ERROR;
+    if (script_load(rc, cn, s, err) == LOCK_OK)
+        return LOCK_OK;
+    if (lock_fault_is_io(err->fault))
+        rd_conn_failed(rc, err);
+    return LOCK_ERROR;
 }
 
 /* The one NOSCRIPT path: loads every script Redis said it did not have; sends those of
  * main again, followed by all of after (before's are not sent twice: what came after
  * them ran without them, so their caller decides). LOCK_OK or LOCK_ERROR. */
-static int resend_noscript(struct rd_conn *cn, struct rd_batch *before, struct rd_batch *main,
-                           struct rd_batch *after, struct lock_error *err)
+static int resend_noscript(struct rd_client *rc, struct rd_conn *cn, struct rd_batch *before,
+                           struct rd_batch *main, struct rd_batch *after, struct lock_error *err)
 {
     int again[RD_BATCH_MAX], n = 0;
 
     for (int i = 0; before && i < before->n; i++)
-        if (before->reply[i] && before->reply[i]->fault == LOCK_E_NOSCRIPT && before->script[i] &&
-            script_load(cn, before->script[i], err) != LOCK_OK)
-            return LOCK_ERROR;
+        if (before->reply[i] && before->reply[i]->fault == LOCK_E_NOSCRIPT && before->script[i]) {
+            set_known(rc, before->script[i], 0);
+            if (script_load(rc, cn, before->script[i], err) != LOCK_OK)
+                return LOCK_ERROR;
+        }
     for (int i = 0; main && i < main->n; i++)
         if (main->reply[i] && main->reply[i]->fault == LOCK_E_NOSCRIPT && main->script[i]) {
-            if (script_load(cn, main->script[i], err) != LOCK_OK)
+            set_known(rc, main->script[i], 0);
+            if (script_load(rc, cn, main->script[i], err) != LOCK_OK)
                 return LOCK_ERROR;
             again[n++] = i;
         }
@@ -197,7 +239,7 @@ int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch
 
     if (cn == NULL)
         return LOCK_ERROR;
-    if (scripts_known(cn, before, err) != LOCK_OK) {
+    if (scripts_known(rc, cn, before, err) != LOCK_OK) {
         rd_conn_failed(rc, err);
         return LOCK_ERROR;
     }
@@ -210,7 +252,7 @@ int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch
     if (st == LOCK_OK)
         st = read_range(cn->c, after, 0, after ? after->n : 0, err);
     if (st == LOCK_OK)
-        st = resend_noscript(cn, before, main, after, err);
+        st = resend_noscript(rc, cn, before, main, after, err);
     if (st != LOCK_OK)
         rd_conn_failed(rc, err);
     else if (demoted(before) || demoted(main) || demoted(after))

@@ -219,6 +219,7 @@ static void thread_conn_free(void *p)
 
 static void client_free(struct rd_client *rc)
 {
+    pthread_mutex_destroy(&rc->known_mu);
     if (rc->password)
         explicit_bzero(rc->password, strlen(rc->password));
     free(rc->host);
@@ -250,6 +251,7 @@ struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_erro
     }
     if (rc->locator->init && rc->locator->init(rc, cfg, err) != LOCK_OK)
         goto out_free;
+    pthread_mutex_init(&rc->known_mu, NULL);
     if (pthread_key_create(&rc->key, thread_conn_free) != 0) {
         lock_fail(err, LOCK_E_NOMEM, "cannot create the per-thread connections");
         if (rc->locator->destroy)

@@ -11,15 +11,12 @@
 
 /* One connection: a calling thread's (kept in the client's thread key) or a caller's
  * own (rd_conn_open). */
-enum { RD_SCRIPTS_KNOWN = 16 };
 struct rd_conn {
     redisContext *c;
     long long used_ms;            /* monotonic: when it was last handed out */
-    /* Scripts this connection loaded: a script in a batch sent before another command
-     * (which cannot be sent twice) is loaded first when it is not here. */
-    const struct rd_script *known[RD_SCRIPTS_KNOWN];
-    int nknown;
 };
+
+enum { RD_SCRIPTS_KNOWN = 16 };
 
 struct rd_client {
     const struct rd_locator *locator;
@@ -33,7 +30,16 @@ struct rd_client {
     pthread_key_t key;            /* the calling thread's struct rd_conn */
     atomic_int down;              /* 1 after on_state(0) was called, until a connect works */
     atomic_llong drops;
+    /* Scripts this client has loaded, until Redis says NOSCRIPT for one: a script in a
+     * batch sent before another command (which cannot be sent twice) is loaded first
+     * when it is not here. known_mu guards them. */
+    pthread_mutex_t known_mu;
+    const struct rd_script *known[RD_SCRIPTS_KNOWN];
+    int nknown;
 };
+
+/* call.c: 1 when the client has loaded s (and heard no NOSCRIPT for it since). */
+int rd_script_is_known(struct rd_client *rc, const struct rd_script *s);
 
 /* reply.c: the reply reader's functions, making struct rd_reply (error replies typed). */
 extern redisReplyObjectFunctions rd_reply_functions;

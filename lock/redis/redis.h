@@ -74,6 +74,13 @@ struct rd_script {
 /* --- clients --- */
 
 struct rd_client;
+/* Makes sure the client's server has s (SCRIPT LOAD on the calling thread's connection,
+ * once per client, and again after Redis said NOSCRIPT for it). For a script that will be
+ * sent before another command in one round trip, where NOSCRIPT cannot be mended by
+ * sending it again. LOCK_OK, or LOCK_ERROR with err typed. */
+int rd_script_load(struct rd_client *rc, const struct rd_script *s, struct lock_error *err);
+
+struct rd_client;
 struct rd_locator;
 
 /* Settings of a client, copied by rd_client_create. */
