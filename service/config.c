@@ -46,6 +46,11 @@ static void usage(FILE *out)
         "  --port P          HTTP port (default 8080)\n"
         "  --bind ADDR       IPv4 address to listen on (default 127.0.0.1)\n"
         "  --redis HOST:PORT Redis server (default 127.0.0.1:6379)\n"
+        "  --sentinel H:P,H:P,H:P  instead of --redis: ask these Redis Sentinels where the\n"
+        "                    master is, confirm it with ROLE, and follow their failovers\n"
+        "                    (+switch-master); with --sentinel-master NAME. Their password\n"
+        "                    in SENTINEL_PASSWORD (SENTINEL_USER for an ACL user) or\n"
+        "  --sentinel-password-file F  (first line of F)\n"
         "  --lock V          lock version, by name or alias (default v8); see below\n"
         "  --ttl-ms T        lease of the Redis locks, in ms (default 30000)\n"
         "  --wait-ms W       how long a sale waits for the lock before lock_timeout (default 10000)\n"
@@ -102,42 +107,56 @@ static void list_versions(void)
            atomic_baseline.title, atomic_baseline.flaw);
 }
 
-/* The Redis credentials: the first line of FILE when given, else REDIS_PASSWORD; the user
- * from REDIS_USER. The variable is removed from the environment once read. Exits with a
- * reason (never the password) when the file cannot be used. */
-static void read_password(const char *file)
+/* A password: the first line of FILE when given, else the environment variable VAR
+ * (removed from the environment once read, its bytes wiped: /proc/PID/environ shows the
+ * original block). Exits with a reason (never the password) when the file cannot be
+ * used. FLAG names the file's flag in that reason. */
+static void read_secret(const char *file, const char *var, const char *flag, char *out,
+                        size_t size)
 {
-    const char *env = getenv("REDIS_PASSWORD"), *user = getenv("REDIS_USER");
+    const char *env = getenv(var);
     size_t n;
 
-    if (user && *user)
-        svc.redis_user = user;
     if (file) {
         FILE *f = fopen(file, "r");
         if (f == NULL) {
-            fprintf(stderr, "inventory-service: --redis-password-file %s: %s\n", file,
-                    strerror(errno));
+            fprintf(stderr, "inventory-service: %s %s: %s\n", flag, file, strerror(errno));
             exit(2);
         }
-        if (fgets(svc.redis_password, sizeof(svc.redis_password), f) == NULL)
-            svc.redis_password[0] = '\0';
+        if (fgets(out, (int)size, f) == NULL)
+            out[0] = '\0';
         fclose(f);
     } else if (env) {
-        snprintf(svc.redis_password, sizeof(svc.redis_password), "%s", env);
+        snprintf(out, size, "%s", env);
     }
-    n = strcspn(svc.redis_password, "\r\n");
-    if (file && (n == 0 || n == sizeof(svc.redis_password) - 1)) {
-        fprintf(stderr, "inventory-service: --redis-password-file %s: want one line of 1 to %zu characters\n",
-                file, sizeof(svc.redis_password) - 2);
+    n = strcspn(out, "\r\n");
+    if (file && (n == 0 || n == size - 1)) {
+        fprintf(stderr, "inventory-service: %s %s: want one line of 1 to %zu characters\n",
+                flag, file, size - 2);
         exit(2);
     }
-    svc.redis_password[n] = '\0';
+    out[n] = '\0';
     if (env) {
-        /* Wipe the bytes too: /proc/PID/environ shows the original block. */
         for (char *p = (char *)env; *p; p++)
             *p = 'x';
-        unsetenv("REDIS_PASSWORD");
+        unsetenv(var);
     }
+}
+
+/* The credentials: Redis's (REDIS_USER, REDIS_PASSWORD or --redis-password-file) and the
+ * sentinels' (SENTINEL_USER, SENTINEL_PASSWORD or --sentinel-password-file). */
+static void read_passwords(const char *redis_file, const char *sentinel_file)
+{
+    const char *user = getenv("REDIS_USER"), *sentinel_user = getenv("SENTINEL_USER");
+
+    if (user && *user)
+        svc.redis_user = user;
+    if (sentinel_user && *sentinel_user)
+        svc.sentinel_user = sentinel_user;
+    read_secret(redis_file, "REDIS_PASSWORD", "--redis-password-file", svc.redis_password,
+                sizeof(svc.redis_password));
+    read_secret(sentinel_file, "SENTINEL_PASSWORD", "--sentinel-password-file",
+                svc.sentinel_password, sizeof(svc.sentinel_password));
 }
 
 /* Parses a whole number in [min, max] or exits with a one-line reason. */
@@ -172,7 +191,8 @@ static void bad_flag(const char *fmt, ...)
 
 /* --- one setter per flag --- */
 
-static const char *lock_name = "v8", *password_file;
+static const char *lock_name = "v8", *password_file, *sentinel_password_file;
+static int redis_given;
 
 static void set_port(const char *a) { svc.port = (int)number_flag("port", a, 1, 65535); }
 static void set_lock(const char *a) { lock_name = a; }
@@ -186,6 +206,17 @@ static void set_workers(const char *a) { svc.workers = (int)number_flag("workers
 static void set_masters(const char *a) { svc.lock_masters = a; }
 static void set_replicas(const char *a) { svc.replicas = (int)number_flag("replicas", a, 0, 16); }
 static void set_password_file(const char *a) { password_file = a; }
+static void set_sentinel_password_file(const char *a) { sentinel_password_file = a; }
+static void set_sentinel_master(const char *a) { svc.sentinel_master = a; }
+
+static void set_sentinels(const char *a)
+{
+    struct rd_server parsed[RD_SERVERS_MAX];
+
+    if (rd_servers_parse(a, parsed, RD_SERVERS_MAX) <= 0)
+        bad_flag("--sentinel wants HOST:PORT,... (at most %d), not '%s'", RD_SERVERS_MAX, a);
+    svc.sentinels = a;
+}
 static void list_versions_and_exit(const char *a) { (void)a; list_versions(); exit(0); }
 static void help_and_exit(const char *a) { (void)a; usage(stdout); exit(0); }
 
@@ -204,6 +235,7 @@ static void set_redis(const char *a)
 {
     const char *colon = strrchr(a, ':');
 
+    redis_given = 1;
     if (colon == NULL || colon == a || (size_t)(colon - a) >= sizeof(svc.redis_host))
         bad_flag("--redis wants HOST:PORT, not '%s'", a);
     memcpy(svc.redis_host, a, (size_t)(colon - a));
@@ -256,11 +288,29 @@ static const struct flag {
     { .name = "redis-standby", .has_arg = 1, .set = set_standby },
     { .name = "replicas", .has_arg = 1, .set = set_replicas },
     { .name = "redis-password-file", .has_arg = 1, .set = set_password_file },
+    { .name = "sentinel", .has_arg = 1, .set = set_sentinels },
+    { .name = "sentinel-master", .has_arg = 1, .set = set_sentinel_master },
+    { .name = "sentinel-password-file", .has_arg = 1, .set = set_sentinel_password_file },
     { .name = "idempotency-ttl", .has_arg = 1, .set = set_idem_ttl },
     { .name = "list-versions", .has_arg = 0, .set = list_versions_and_exit },
     { .name = "help", .has_arg = 0, .set = help_and_exit },
 };
 enum { FLAGS = sizeof(flags) / sizeof(flags[0]) };
+
+/* Exactly one way to find Redis: --redis, or --sentinel with --sentinel-master. */
+static void check_where(void)
+{
+    if (svc.sentinels && redis_given)
+        bad_flag("give --redis or --sentinel, not both");
+    if (svc.sentinels && svc.redis_standby)
+        bad_flag("--redis-standby follows a failover without Sentinel: not with --sentinel");
+    if ((svc.sentinels == NULL) != (svc.sentinel_master == NULL))
+        bad_flag("--sentinel and --sentinel-master go together");
+    if (svc.sentinels)
+        snprintf(svc.redis_label, sizeof(svc.redis_label), "sentinel master %.64s", svc.sentinel_master);
+    else
+        snprintf(svc.redis_label, sizeof(svc.redis_label), "%.200s:%d", svc.redis_host, svc.redis_port);
+}
 
 /* The lock, or the atomic baseline (which runs with `none` for its connections). */
 static void choose_lock(void)
@@ -293,7 +343,8 @@ void config_parse(int argc, char **argv)
             bad_flag("unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
         flags[index].set(optarg);
     }
-    read_password(password_file);
+    read_passwords(password_file, sentinel_password_file);
+    check_where();
     if (optind < argc)
         bad_flag("unexpected argument '%s' (see --help)", argv[optind]);
     choose_lock();

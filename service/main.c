@@ -38,6 +38,9 @@ static int clients_create(void)
     const char *password = svc.redis_password[0] ? svc.redis_password : NULL;
     struct rd_config redis = {
         .host = svc.redis_host, .port = svc.redis_port, .standby = svc.redis_standby,
+        .sentinels = svc.sentinels, .sentinel_master = svc.sentinel_master,
+        .sentinel_user = svc.sentinel_user,
+        .sentinel_password = svc.sentinel_password[0] ? svc.sentinel_password : NULL,
         .user = svc.redis_user, .password = password,
         .on_state = store_log_state,
     };
@@ -53,6 +56,7 @@ static int clients_create(void)
         svc_lock = lock_client_create(svc.ops, &lock, &err);
     }
     explicit_bzero(svc.redis_password, sizeof(svc.redis_password));
+    explicit_bzero(svc.sentinel_password, sizeof(svc.sentinel_password));
     if (svc_lock == NULL) {
         fprintf(stderr, "inventory-service: lock %s: %s\n", svc.version, err.msg);
         rd_client_destroy(svc_redis);
@@ -159,10 +163,10 @@ int main(int argc, char **argv)
         clients_destroy();
         return 1;
     }
-    log_event("INFO", "listening on %s:%d, lock %s, wait %s, combine %d, redis %s:%d%s%s, "
+    log_event("INFO", "listening on %s:%d, lock %s, wait %s, combine %d, redis %s%s%s, "
               "replicas %d, ttl %ld ms, wait limit %ld ms%s", svc.bind, svc.port, svc.version,
               svc.atomic ? "none" : lock_wait_name(svc_lock->cfg.wait), svc.combine,
-              svc.redis_host, svc.redis_port, svc.redis_standby ? " standby " : "",
+              svc.redis_label, svc.redis_standby ? " standby " : "",
               svc.redis_standby ? svc.redis_standby : "", svc.replicas, svc.ttl_ms, svc.wait_ms,
               svc.faults ? ", faults on" : "");
 

@@ -24,6 +24,11 @@ struct service_config {
     int workers;                 /* --combine: worker threads, at most */
     const char *lock_masters;    /* redlock's masters, "HOST:PORT,..." (argv; NULL: none) */
     const char *redis_standby;   /* where the data Redis may be after a failover (NULL: none) */
+    const char *sentinels;       /* --sentinel: ask these where the master is (NULL: none) */
+    const char *sentinel_master; /* its name, as the sentinels know it */
+    const char *sentinel_user;   /* from SENTINEL_USER (NULL: the default user) */
+    char sentinel_password[513]; /* from --sentinel-password-file or SENTINEL_PASSWORD */
+    char redis_label[256];       /* "HOST:PORT" or "sentinel master NAME", for logs */
     int replicas;                /* WAIT for this many replicas before a grant counts */
     const char *redis_user;      /* from REDIS_USER (NULL: the default user) */
     char redis_password[513];    /* from --redis-password-file or REDIS_PASSWORD; "" none */

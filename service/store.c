@@ -8,9 +8,9 @@ void store_log_state(void *arg, int up, const char *why)
 {
     (void)arg;
     if (up)
-        log_event("INFO", "redis %s:%d reachable again", svc.redis_host, svc.redis_port);
+        log_event("INFO", "redis %s reachable again", svc.redis_label);
     else
-        log_event("WARN", "redis %s:%d unreachable: %s", svc.redis_host, svc.redis_port,
+        log_event("WARN", "redis %s unreachable: %s", svc.redis_label,
                   why && *why ? why : "connection dropped");
 }
 

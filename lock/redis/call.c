@@ -256,7 +256,7 @@ int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch
     if (st != LOCK_OK)
         rd_conn_failed(rc, err);
     else if (demoted(before) || demoted(main) || demoted(after))
-        rd_drop(rc);   /* a replica now, or loading: the next call looks for the master */
+        rd_conn_moved(rc);   /* a replica now, or loading: the next call looks for the master */
     return st;
 }
 

@@ -1,6 +1,7 @@
-/* conn.c - Clients and their connections: one per calling thread, connected with a
- * timeout, authenticated, made again after the server closed it; and where the server
- * is (the locators: one address, or an address and its standbys). */
+/* conn.c - Connections: made with a timeout, authenticated, kept alive (TCP keepalive);
+ * one per calling thread, made again after the server closed it or an error broke it;
+ * and the caller's own (a subscriber's). Where the server is, is the locators' business
+ * (locate.c, sentinel.c). */
 #include "lock/redis/internal.h"
 
 #include <poll.h>
@@ -77,30 +78,31 @@ void rd_conn_close(struct rd_conn *cn)
     free(cn);
 }
 
-/* AUTH with the configured credentials, or PING: a Redis that wants a password says so
+/* AUTH with the given credentials, or PING: a Redis that wants a password says so
  * here, once per connection, rather than on every sale. */
-static int authenticate(struct rd_client *rc, struct rd_conn *cn, int port, struct lock_error *err)
+static int authenticate(struct rd_conn *cn, const char *user, const char *password, int port,
+                        struct lock_error *err)
 {
     struct rd_reply *r;
 
-    if (rc->password && rc->user)
-        r = rd_conn_command(cn, RD_T(RD_STATUS), err, "AUTH %s %s", rc->user, rc->password);
-    else if (rc->password)
-        r = rd_conn_command(cn, RD_T(RD_STATUS), err, "AUTH %s", rc->password);
+    if (password && user)
+        r = rd_conn_command(cn, RD_T(RD_STATUS), err, "AUTH %s %s", user, password);
+    else if (password)
+        r = rd_conn_command(cn, RD_T(RD_STATUS), err, "AUTH %s", password);
     else
         r = rd_conn_command(cn, RD_T(RD_STATUS), err, "PING");
     if (r == NULL && err->fault != LOCK_E_CONNECTION && err->fault != LOCK_E_TIMEOUT) {
         char why[sizeof(err->msg)];
         memcpy(why, err->msg, sizeof(why));
         lock_fail(err, err->fault == LOCK_E_REPLY ? LOCK_E_AUTH : err->fault,
-                  "Redis :%d refused us: %.56s%s", port, why, rc->password ? "" : " (no password set)");
+                  "Redis :%d refused us: %.56s%s", port, why, password ? "" : " (no password set)");
     }
     rd_reply_free(r);
     return r ? LOCK_OK : LOCK_ERROR;
 }
 
-struct rd_conn *rd_conn_connect(struct rd_client *rc, const char *host, int port,
-                                struct lock_error *err)
+struct rd_conn *rd_conn_connect_as(struct rd_client *rc, const char *host, int port,
+                                   const char *user, const char *password, struct lock_error *err)
 {
     struct rd_conn *cn = calloc(1, sizeof(*cn));
 
@@ -117,8 +119,9 @@ struct rd_conn *rd_conn_connect(struct rd_client *rc, const char *host, int port
         rd_context_error(cn->c, "connect", err);
         goto out_close;
     }
+    redisEnableKeepAlive(cn->c);   /* a peer gone without a reset is found out */
     cn->c->reader->fn = &rd_reply_functions;
-    if (authenticate(rc, cn, port, err) != LOCK_OK)
+    if (authenticate(cn, user, password, port, err) != LOCK_OK)
         goto out_close;
     redisSetTimeout(cn->c, timeval_of(rc->command_timeout_ms));
     cn->used_ms = lock_now_ms();
@@ -129,52 +132,13 @@ out_close:
     return NULL;
 }
 
-/* --- locators --- */
-
-/* One address. */
-static struct rd_conn *single_open(struct rd_client *rc, const char *key, struct lock_error *err)
+struct rd_conn *rd_conn_connect(struct rd_client *rc, const char *host, int port,
+                                struct lock_error *err)
 {
-    (void)key;
-    return rd_conn_connect(rc, rc->host, rc->port, err);
+    return rd_conn_connect_as(rc, host, port, rc->user, rc->password, err);
 }
 
-static const struct rd_locator single_locator = {
-    .name = "single",
-    .open = single_open,
-};
-
-/* An address and its standbys: the first that says it is a master (ROLE), so that after
- * a failover writes go to the promoted replica (a replica refuses them: READONLY). */
-struct standby {
-    struct rd_server server[RD_SERVERS_MAX];
-    int n;                        /* the address itself first */
-};
-
-static int standby_init(struct rd_client *rc, const struct rd_config *cfg, struct lock_error *err)
-{
-    struct standby *s = calloc(1, sizeof(*s));
-
-    if (s == NULL)
-        return lock_fail(err, LOCK_E_NOMEM, "out of memory");
-    snprintf(s->server[0].host, sizeof(s->server[0].host), "%s", rc->host);
-    s->server[0].port = rc->port;
-    int n = rd_servers_parse(cfg->standby, s->server + 1, RD_SERVERS_MAX - 1);
-    if (n <= 0) {
-        free(s);
-        return lock_fail(err, LOCK_E_USAGE, "--redis-standby: HOST:PORT,... (ports 1 to 65535, at most %d)",
-                         RD_SERVERS_MAX - 1);
-    }
-    s->n = n + 1;
-    rc->locator_state = s;
-    return LOCK_OK;
-}
-
-static void standby_destroy(struct rd_client *rc)
-{
-    free(rc->locator_state);
-}
-
-static int is_master(struct rd_conn *cn)
+int rd_conn_is_master(struct rd_conn *cn)
 {
     struct lock_error ignored;
     struct rd_reply *r = rd_conn_command(cn, RD_T(RD_ARRAY), &ignored, "ROLE");
@@ -183,112 +147,6 @@ static int is_master(struct rd_conn *cn)
 
     rd_reply_free(r);
     return yes;
-}
-
-static struct rd_conn *standby_open(struct rd_client *rc, const char *key, struct lock_error *err)
-{
-    const struct standby *s = rc->locator_state;
-    int refused = 0;
-
-    (void)key;
-    for (int i = 0; i < s->n; i++) {
-        struct rd_conn *cn = rd_conn_connect(rc, s->server[i].host, s->server[i].port, err);
-        if (cn && is_master(cn))
-            return cn;
-        refused |= cn == NULL && err->fault == LOCK_E_AUTH;
-        rd_conn_close(cn);
-    }
-    if (!refused)   /* a refusal (NOAUTH, WRONGPASS) keeps its own message */
-        lock_fail(err, LOCK_E_CONNECTION, "no master at the data Redis or its standbys");
-    return NULL;
-}
-
-static const struct rd_locator standby_locator = {
-    .name = "standby",
-    .init = standby_init,
-    .destroy = standby_destroy,
-    .open = standby_open,
-};
-
-/* --- clients --- */
-
-static void thread_conn_free(void *p)
-{
-    rd_conn_close(p);
-}
-
-static void client_free(struct rd_client *rc)
-{
-    pthread_mutex_destroy(&rc->known_mu);
-    if (rc->password)
-        explicit_bzero(rc->password, strlen(rc->password));
-    free(rc->host);
-    free(rc->user);
-    free(rc->password);
-    free(rc);
-}
-
-struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_error *err)
-{
-    struct rd_client *rc = calloc(1, sizeof(*rc));
-
-    if (rc == NULL) {
-        lock_fail(err, LOCK_E_NOMEM, "out of memory");
-        return NULL;
-    }
-    rc->locator = cfg->standby ? &standby_locator : &single_locator;
-    rc->host = strdup(cfg->host ? cfg->host : "127.0.0.1");
-    rc->port = cfg->port ? cfg->port : 6379;
-    rc->user = cfg->user ? strdup(cfg->user) : NULL;
-    rc->password = cfg->password ? strdup(cfg->password) : NULL;
-    rc->connect_timeout_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 1000;
-    rc->command_timeout_ms = cfg->command_timeout_ms > 0 ? cfg->command_timeout_ms : 5000;
-    rc->on_state = cfg->on_state;
-    rc->state_arg = cfg->state_arg;
-    if (rc->host == NULL || (cfg->user && !rc->user) || (cfg->password && !rc->password)) {
-        lock_fail(err, LOCK_E_NOMEM, "out of memory");
-        goto out_free;
-    }
-    if (rc->locator->init && rc->locator->init(rc, cfg, err) != LOCK_OK)
-        goto out_free;
-    pthread_mutex_init(&rc->known_mu, NULL);
-    if (pthread_key_create(&rc->key, thread_conn_free) != 0) {
-        lock_fail(err, LOCK_E_NOMEM, "cannot create the per-thread connections");
-        if (rc->locator->destroy)
-            rc->locator->destroy(rc);
-        goto out_free;
-    }
-    return rc;
-
-out_free:
-    client_free(rc);
-    return NULL;
-}
-
-void rd_client_destroy(struct rd_client *rc)
-{
-    struct rd_conn *cn;
-
-    if (rc == NULL)
-        return;
-    if ((cn = pthread_getspecific(rc->key)) != NULL) {
-        pthread_setspecific(rc->key, NULL);
-        rd_conn_close(cn);
-    }
-    pthread_key_delete(rc->key);
-    if (rc->locator->destroy)
-        rc->locator->destroy(rc);
-    client_free(rc);
-}
-
-const char *rd_client_locator(const struct rd_client *rc)
-{
-    return rc->locator->name;
-}
-
-long long rd_client_drops(const struct rd_client *rc)
-{
-    return atomic_load(&rc->drops);
 }
 
 /* The server closed this idle connection (it died or restarted; with standbys, the
@@ -321,7 +179,8 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct loc
     long long now = lock_now_ms();
 
     if (cn && !cn->c->err &&
-        ((now - cn->used_ms < IDLE_CHECK_MS && rc->locator == &single_locator) ||
+        !(rc->locator->stale && rc->locator->stale(rc, cn)) &&
+        ((now - cn->used_ms < IDLE_CHECK_MS && !rc->locator->check_each_use) ||
          !closed_by_server(cn->c))) {
         cn->used_ms = now;
         return cn;
@@ -354,6 +213,13 @@ void rd_drop(struct rd_client *rc)
 void rd_conn_failed(struct rd_client *rc, const struct lock_error *why)
 {
     tell_state(rc, 0, why->msg);
+    rd_conn_moved(rc);
+}
+
+void rd_conn_moved(struct rd_client *rc)
+{
+    if (rc->locator->forget)
+        rc->locator->forget(rc);
     rd_drop(rc);
 }
 

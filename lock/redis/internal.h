@@ -14,6 +14,8 @@
 struct rd_conn {
     redisContext *c;
     long long used_ms;            /* monotonic: when it was last handed out */
+    unsigned generation;          /* the locator's, when it was made (sentinel: the
+                                     master's moves seen so far) */
 };
 
 enum { RD_SCRIPTS_KNOWN = 16 };
@@ -38,6 +40,9 @@ struct rd_client {
     int nknown;
 };
 
+/* locate.c and sentinel.c: the locators. */
+extern const struct rd_locator rd_single_locator, rd_standby_locator, rd_sentinel_locator;
+
 /* call.c: 1 when the client has loaded s (and heard no NOSCRIPT for it since). */
 int rd_script_is_known(struct rd_client *rc, const struct rd_script *s);
 
@@ -47,13 +52,22 @@ extern redisReplyObjectFunctions rd_reply_functions;
 int rd_context_error(const redisContext *c, const char *what, struct lock_error *err);
 
 /* conn.c */
-/* Connects to host:port within the client's timeouts, authenticates: the new connection,
- * or NULL with err typed. */
+/* Connects to host:port within the client's timeouts, authenticates with the client's
+ * credentials: the new connection, or NULL with err typed. */
 struct rd_conn *rd_conn_connect(struct rd_client *rc, const char *host, int port,
                                 struct lock_error *err);
+/* The same with other credentials (a sentinel's). */
+struct rd_conn *rd_conn_connect_as(struct rd_client *rc, const char *host, int port,
+                                   const char *user, const char *password, struct lock_error *err);
+/* ROLE says master. */
+int rd_conn_is_master(struct rd_conn *cn);
+/* The server no longer serves as it did (READONLY, LOADING, an error): the locator
+ * forgets what it learnt, and the calling thread's connection is dropped. */
+void rd_conn_moved(struct rd_client *rc);
 /* The calling thread's connection for key (made or made again as needed); NULL with err. */
 struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct lock_error *err);
-/* After an error that leaves the connection unusable: drops it, counts it, tells on_state. */
+/* After an error that leaves the connection unusable: drops it, counts it, tells on_state,
+ * and the locator forgets where the server was. */
 void rd_conn_failed(struct rd_client *rc, const struct lock_error *why);
 /* One command on a connection, blocking within its timeout. */
 struct rd_reply *rd_conn_command(struct rd_conn *cn, int types, struct lock_error *err,

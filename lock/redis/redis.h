@@ -15,9 +15,10 @@
  * (NOSCRIPT, READONLY, MOVED, ...), a broken or silent connection by what hiredis saw.
  *
  * Where a key's server is: a table of operations (struct rd_locator, as redis's
- * ConnectionType reaches every transport through one table). Today: one address, or an
- * address and its standbys (the first that says it is a master). Sentinel discovery and
- * Cluster routing plug in there, and nowhere else.
+ * ConnectionType reaches every transport through one table): one address; an address
+ * and its standbys (the first that says it is a master); or Redis Sentinel (ask the
+ * sentinels, confirm with ROLE, follow +switch-master). Cluster routing plugs in there,
+ * and nowhere else.
  */
 #ifndef LOCK_REDIS_H
 #define LOCK_REDIS_H
@@ -89,6 +90,12 @@ struct rd_config {
     int port;
     const char *standby;        /* "HOST:PORT,...": where the master may be after a
                                    failover; NULL: none (the address alone) */
+    const char *sentinels;      /* "HOST:PORT,...": ask these sentinels where the master
+                                   named sentinel_master is, and follow its moves (host
+                                   and port are then unused); NULL: none */
+    const char *sentinel_master;
+    const char *sentinel_user;  /* the sentinels' credentials; NULL: none */
+    const char *sentinel_password;
     const char *user;           /* ACL user; NULL: the default user */
     const char *password;       /* NULL: none. Never logged; wiped when the client goes */
     long connect_timeout_ms;    /* 0: 1000 */
@@ -105,7 +112,7 @@ struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_erro
 /* Frees the client and the calling thread's connection. Call it once every other thread
  * that used the client has exited (their connections are freed as each exits). */
 void rd_client_destroy(struct rd_client *rc);
-/* The way this client finds its server: "single" or "standby". */
+/* The way this client finds its server: "single", "standby" or "sentinel". */
 const char *rd_client_locator(const struct rd_client *rc);
 /* Connections dropped after an error (the next use connects again), since creation. */
 long long rd_client_drops(const struct rd_client *rc);
@@ -192,6 +199,12 @@ struct rd_locator {
     /* Opens a connection (struct rd_conn) to the server that serves key (NULL: the
      * deployment's master), authenticated, with the connect timeout; NULL with err. */
     struct rd_conn *(*open)(struct rd_client *rc, const char *key, struct lock_error *err);
+    /* Optional: the server may have moved (an error, READONLY): forget where it was. */
+    void (*forget)(struct rd_client *rc);
+    /* Optional: 1 when cn goes to a server that no longer serves (it moved since). */
+    int (*stale)(struct rd_client *rc, const struct rd_conn *cn);
+    int check_each_use;   /* 1: ask before each use whether the server closed the
+                             connection (the master may have moved) */
 };
 
 #endif

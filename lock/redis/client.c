@@ -1,0 +1,86 @@
+/* client.c - A Redis client: its settings, its locator (rd_client_create picks one from
+ * rd_config) and its connections, one per thread. */
+#include "lock/redis/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void thread_conn_free(void *p)
+{
+    rd_conn_close(p);
+}
+
+static void client_free(struct rd_client *rc)
+{
+    pthread_mutex_destroy(&rc->known_mu);
+    if (rc->password)
+        explicit_bzero(rc->password, strlen(rc->password));
+    free(rc->host);
+    free(rc->user);
+    free(rc->password);
+    free(rc);
+}
+
+struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_error *err)
+{
+    struct rd_client *rc = calloc(1, sizeof(*rc));
+
+    if (rc == NULL) {
+        lock_fail(err, LOCK_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    rc->locator = cfg->sentinels ? &rd_sentinel_locator
+                  : cfg->standby ? &rd_standby_locator : &rd_single_locator;
+    pthread_mutex_init(&rc->known_mu, NULL);
+    rc->host = strdup(cfg->host ? cfg->host : "127.0.0.1");
+    rc->port = cfg->port ? cfg->port : 6379;
+    rc->user = cfg->user ? strdup(cfg->user) : NULL;
+    rc->password = cfg->password ? strdup(cfg->password) : NULL;
+    rc->connect_timeout_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 1000;
+    rc->command_timeout_ms = cfg->command_timeout_ms > 0 ? cfg->command_timeout_ms : 5000;
+    rc->on_state = cfg->on_state;
+    rc->state_arg = cfg->state_arg;
+    if (rc->host == NULL || (cfg->user && !rc->user) || (cfg->password && !rc->password)) {
+        lock_fail(err, LOCK_E_NOMEM, "out of memory");
+        goto out_free;
+    }
+    if (rc->locator->init && rc->locator->init(rc, cfg, err) != LOCK_OK)
+        goto out_free;
+    if (pthread_key_create(&rc->key, thread_conn_free) != 0) {
+        lock_fail(err, LOCK_E_NOMEM, "cannot create the per-thread connections");
+        if (rc->locator->destroy)
+            rc->locator->destroy(rc);
+        goto out_free;
+    }
+    return rc;
+
+out_free:
+    client_free(rc);
+    return NULL;
+}
+
+void rd_client_destroy(struct rd_client *rc)
+{
+    struct rd_conn *cn;
+
+    if (rc == NULL)
+        return;
+    if ((cn = pthread_getspecific(rc->key)) != NULL) {
+        pthread_setspecific(rc->key, NULL);
+        rd_conn_close(cn);
+    }
+    pthread_key_delete(rc->key);
+    if (rc->locator->destroy)
+        rc->locator->destroy(rc);
+    client_free(rc);
+}
+
+const char *rd_client_locator(const struct rd_client *rc)
+{
+    return rc->locator->name;
+}
+
+long long rd_client_drops(const struct rd_client *rc)
+{
+    return atomic_load(&rc->drops);
+}

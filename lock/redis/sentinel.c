@@ -1,0 +1,243 @@
+/* sentinel.c - Where the master is, by Redis Sentinel: ask a sentinel that answers
+ * (SENTINEL get-master-addr-by-name), confirm with ROLE on that address before using
+ * it, keep it until an error or a READONLY/LOADING reply (then ask again), and follow
+ * +switch-master: a listener thread subscribed to the sentinels moves every connection
+ * within a moment of their decision. A partition sends no reset: the listener's reads
+ * have a deadline (it subscribes again, and asks again, each time one passes) and every
+ * connection has TCP keepalive. Never a server that says it is a replica. */
+#include "lock/redis/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "lock/clock.h"
+
+/* How long the listener waits for a message before it subscribes again (its liveness
+ * check: a sentinel behind a partition never answers, and never resets). */
+enum { LISTEN_DEADLINE_MS = 2000 };
+
+struct sentinel {
+    struct rd_server sentinel[RD_SERVERS_MAX];
+    int n;
+    char master[128];             /* the master's name, as the sentinels know it */
+    char *user, *password;        /* the sentinels' credentials */
+    pthread_mutex_t mu;           /* guards at, known, sub */
+    struct rd_server at;          /* the master, as last confirmed or announced */
+    int known;
+    atomic_uint generation;       /* bumped whenever the master moves */
+    struct rd_conn *sub;          /* the listener's subscription, while it has one */
+    pthread_t listener;
+    atomic_int stopping;
+};
+
+/* A connection to sentinel i, or NULL. */
+static struct rd_conn *sentinel_connect(struct rd_client *rc, const struct sentinel *s, int i,
+                                        struct lock_error *err)
+{
+    return rd_conn_connect_as(rc, s->sentinel[i].host, s->sentinel[i].port, s->user, s->password,
+                              err);
+}
+
+/* Asks the sentinels, in turn, for the master's address: LOCK_OK with *at set, or
+ * LOCK_ERROR with err saying why (none answered, or none knows the name). */
+static int ask(struct rd_client *rc, struct sentinel *s, struct rd_server *at,
+               struct lock_error *err)
+{
+    int answered = 0;
+
+    for (int i = 0; i < s->n; i++) {
+        struct rd_conn *cn = sentinel_connect(rc, s, i, err);
+        struct rd_reply *r = cn ? rd_conn_command(cn, RD_T(RD_ARRAY) | RD_T(RD_NIL), err,
+                                                  "SENTINEL get-master-addr-by-name %s", s->master)
+                                : NULL;
+        int got = r && r->type == RD_ARRAY && r->elements == 2 &&
+                  r->element[0]->type == RD_STRING && r->element[1]->type == RD_STRING;
+
+        answered += r != NULL;
+        if (got) {
+            snprintf(at->host, sizeof(at->host), "%s", r->element[0]->str);
+            at->port = atoi(r->element[1]->str);
+        }
+        rd_reply_free(r);
+        rd_conn_close(cn);
+        if (got)
+            return LOCK_OK;
+    }
+    if (answered)
+        return lock_fail(err, LOCK_E_CONNECTION, "no sentinel knows a master named %.64s", s->master);
+    return lock_fail(err, LOCK_E_CONNECTION, "no sentinel of %d answered for master %.64s (%.40s)",
+                     s->n, s->master, err->msg);
+}
+
+/* Records where the master is; bumps the generation when it moved. */
+static void set_master(struct sentinel *s, const struct rd_server *at)
+{
+    pthread_mutex_lock(&s->mu);
+    if (!s->known || strcmp(s->at.host, at->host) != 0 || s->at.port != at->port)
+        atomic_fetch_add(&s->generation, 1);
+    s->at = *at;
+    s->known = 1;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static struct rd_conn *sentinel_open(struct rd_client *rc, const char *key, struct lock_error *err)
+{
+    struct sentinel *s = rc->locator_state;
+    struct rd_server at;
+    int known;
+
+    (void)key;
+    pthread_mutex_lock(&s->mu);
+    at = s->at;
+    known = s->known;
+    pthread_mutex_unlock(&s->mu);
+    for (int tries = 0; tries < 2; tries++, known = 0) {
+        if (!known && ask(rc, s, &at, err) != LOCK_OK)
+            return NULL;
+        struct rd_conn *cn = rd_conn_connect(rc, at.host, at.port, err);
+        if (cn && rd_conn_is_master(cn)) {
+            set_master(s, &at);
+            cn->generation = atomic_load(&s->generation);
+            return cn;
+        }
+        if (cn)
+            lock_fail(err, LOCK_E_READONLY, "%.64s:%d, the sentinels' master %.64s, says it is a replica",
+                      at.host, at.port, s->master);
+        rd_conn_close(cn);
+    }
+    return NULL;
+}
+
+static void sentinel_forget(struct rd_client *rc)
+{
+    struct sentinel *s = rc->locator_state;
+
+    pthread_mutex_lock(&s->mu);
+    s->known = 0;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int sentinel_stale(struct rd_client *rc, const struct rd_conn *cn)
+{
+    const struct sentinel *s = rc->locator_state;
+
+    return cn->generation != atomic_load(&s->generation);
+}
+
+/* A +switch-master message: "NAME OLD-HOST OLD-PORT NEW-HOST NEW-PORT". */
+static void heard_switch(struct sentinel *s, const char *payload)
+{
+    char name[128], old_host[256], new_host[256];
+    int old_port, new_port;
+    struct rd_server at;
+
+    if (sscanf(payload, "%127s %255s %d %255s %d", name, old_host, &old_port, new_host,
+               &new_port) != 5 || strcmp(name, s->master) != 0)
+        return;
+    snprintf(at.host, sizeof(at.host), "%s", new_host);
+    at.port = new_port;
+    set_master(s, &at);
+}
+
+/* One subscription to sentinel i, read until it ends or its deadline passes. */
+static void listen_to(struct rd_client *rc, struct sentinel *s, int i)
+{
+    struct lock_error err;
+    struct rd_conn *cn = sentinel_connect(rc, s, i, &err);
+    struct rd_reply *r = cn ? rd_conn_call(cn, RD_T(RD_ARRAY), LISTEN_DEADLINE_MS, &err,
+                                           "SUBSCRIBE +switch-master") : NULL;
+    struct rd_server at;
+
+    rd_reply_free(r);
+    if (r == NULL) {
+        rd_conn_close(cn);
+        lock_sleep_ms(200);
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->sub = cn;
+    pthread_mutex_unlock(&s->mu);
+    /* A switch missed while not subscribed: the sentinels' answer now says it. */
+    if (ask(rc, s, &at, &err) == LOCK_OK)
+        set_master(s, &at);
+    while (!atomic_load(&s->stopping) && (r = rd_conn_read(cn)) != NULL) {
+        if (r->type == RD_ARRAY && r->elements == 3 && r->element[2]->type == RD_STRING)
+            heard_switch(s, r->element[2]->str);
+        rd_reply_free(r);
+    }
+    pthread_mutex_lock(&s->mu);
+    s->sub = NULL;
+    pthread_mutex_unlock(&s->mu);
+    rd_conn_close(cn);
+}
+
+static void *listener_main(void *arg)
+{
+    struct rd_client *rc = arg;
+    struct sentinel *s = rc->locator_state;
+
+    for (int i = 0; !atomic_load(&s->stopping); i = (i + 1) % s->n)
+        listen_to(rc, s, i);
+    return NULL;
+}
+
+static void sentinel_free(struct sentinel *s)
+{
+    if (s->password)
+        explicit_bzero(s->password, strlen(s->password));
+    free(s->user);
+    free(s->password);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+static int sentinel_init(struct rd_client *rc, const struct rd_config *cfg, struct lock_error *err)
+{
+    struct sentinel *s = calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return lock_fail(err, LOCK_E_NOMEM, "out of memory");
+    pthread_mutex_init(&s->mu, NULL);
+    if ((s->n = rd_servers_parse(cfg->sentinels, s->sentinel, RD_SERVERS_MAX)) <= 0 ||
+        cfg->sentinel_master == NULL || *cfg->sentinel_master == '\0' ||
+        strlen(cfg->sentinel_master) >= sizeof(s->master)) {
+        sentinel_free(s);
+        return lock_fail(err, LOCK_E_USAGE, "--sentinel HOST:PORT,... (at most %d) and "
+                         "--sentinel-master NAME (1 to 127 characters)", RD_SERVERS_MAX);
+    }
+    snprintf(s->master, sizeof(s->master), "%s", cfg->sentinel_master);
+    s->user = cfg->sentinel_user ? strdup(cfg->sentinel_user) : NULL;
+    s->password = cfg->sentinel_password ? strdup(cfg->sentinel_password) : NULL;
+    rc->locator_state = s;
+    if (pthread_create(&s->listener, NULL, listener_main, rc) != 0) {
+        rc->locator_state = NULL;
+        sentinel_free(s);
+        return lock_fail(err, LOCK_E_NOMEM, "cannot start the sentinel listener");
+    }
+    return LOCK_OK;
+}
+
+static void sentinel_destroy(struct rd_client *rc)
+{
+    struct sentinel *s = rc->locator_state;
+
+    atomic_store(&s->stopping, 1);
+    pthread_mutex_lock(&s->mu);
+    if (s->sub)
+        rd_conn_shutdown(s->sub);   /* ends its blocking read */
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->listener, NULL);
+    sentinel_free(s);
+}
+
+const struct rd_locator rd_sentinel_locator = {
+    .name = "sentinel",
+    .init = sentinel_init,
+    .destroy = sentinel_destroy,
+    .open = sentinel_open,
+    .forget = sentinel_forget,
+    .stale = sentinel_stale,
+    .check_each_use = 1,
+};

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# test_sentinel.sh - Redis Sentinel (issue 19, first part): a master, a replica and three
+# real sentinels (quorum 2, short timeouts); an instance started with --sentinel finds
+# the master by asking them, sells, and after the master is killed (-9) and the sentinels
+# promote the replica, sells on the new master without being restarted. Bad input: no
+# sentinel answering, a master name they do not know: a clear log line, 503
+# redis_unavailable; the flags refuse a mix of --redis and --sentinel.
+set -u
+cd "$(dirname "$0")/.."
+source tests/lib.sh
+
+BIN=${SERVICE_BIN:-build/inventory-service}
+
+# --- flags --------------------------------------------------------------------------
+"$BIN" --sentinel 127.0.0.1:1 > "$T_TMP/bad" 2>&1; rc=$?
+check_eq "--sentinel without --sentinel-master: bad usage" 2 "$rc"
+check "  with a reason" grep -q -- "--sentinel and --sentinel-master go together" "$T_TMP/bad"
+"$BIN" --sentinel 127.0.0.1:1 --sentinel-master m --redis 127.0.0.1:6379 > "$T_TMP/bad" 2>&1; rc=$?
+check_eq "--sentinel with --redis: bad usage" 2 "$rc"
+"$BIN" --sentinel nocolon --sentinel-master m > "$T_TMP/bad" 2>&1; rc=$?
+check_eq "--sentinel without HOST:PORT: bad usage" 2 "$rc"
+check "--help explains --sentinel" sh -c "$BIN --help | grep -q -- --sentinel-master"
+
+# --- a master, a replica, three sentinels -----------------------------------------------
+start_redis || exit 1
+MASTER=$REDIS_PORT MASTER_PID=$REDIS_PID
+start_redis --replicaof 127.0.0.1 "$MASTER" || exit 1
+REPLICA=$REDIS_PORT
+SENTINELS=""
+for i in 1 2 3; do
+    port=$(free_port)
+    mkdir -p "$T_TMP/sentinel-$port"
+    cat > "$T_TMP/sentinel-$port/sentinel.conf" <<CONF
+port $port
+bind 127.0.0.1
+dir $T_TMP/sentinel-$port
+sentinel monitor shop 127.0.0.1 $MASTER 2
+sentinel down-after-milliseconds shop 500
+sentinel failover-timeout shop 3000
+sentinel parallel-syncs shop 1
+CONF
+    redis-server "$T_TMP/sentinel-$port/sentinel.conf" --sentinel > "$T_TMP/sentinel-$port.log" 2>&1 &
+    T_PIDS="$T_PIDS $!"
+    SENTINELS="$SENTINELS${SENTINELS:+,}127.0.0.1:$port"
+    SENTINEL_PORT=$port
+done
+sentinel_master() { redis-cli -p "$SENTINEL_PORT" sentinel get-master-addr-by-name shop 2>/dev/null | paste -sd: -; }
+check "the sentinels know the master" wait_until 10 "" sh -c "[ \"\$(redis-cli -p $SENTINEL_PORT sentinel get-master-addr-by-name shop | paste -sd: -)\" = 127.0.0.1:$MASTER ]"
+replica_synced() { [ "$(redis-cli -p "$REPLICA" info replication | tr -d '\r' | awk -F: '$1 == "master_link_status" { print $2 }')" = up ]; }
+check "the replica is in sync" wait_until 10 "" replica_synced
+redis-cli -p "$MASTER" set 'stock:{s}' 10 >/dev/null
+
+sale() { curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/inventory/sale?item=s"; }
+start_service S --sentinel "$SENTINELS" --sentinel-master shop --lock v8 --ttl-ms 2000 --name sent || exit 1
+check_eq "an instance on --sentinel sells" "200 200 200" "$(sale "$S") $(sale "$S") $(sale "$S")"
+check_eq "  on the master" 7 "$(redis-cli -p "$MASTER" get 'stock:{s}')"
+check "  it says how it found Redis" grep -q "redis sentinel master shop" "$T_TMP/svc-$S.log"
+check "  /health answers" curl -sf -o /dev/null "http://127.0.0.1:$S/health"
+
+# --- the master dies; the sentinels promote the replica -----------------------------------
+replica_has() { [ "$(redis-cli -p "$REPLICA" get 'stock:{s}')" = 7 ]; }
+check "the replica has the sales" wait_until 5 "" replica_has
+kill -9 "$MASTER_PID"
+killed_at=$(date +%s%N)
+promoted() { [ "$(sentinel_master)" = "127.0.0.1:$REPLICA" ]; }
+check "the sentinels promote the replica" wait_until 20 "" promoted
+promoted_at=$(date +%s%N)
+first_sale=""
+for _ in $(seq 100); do
+    if [ "$(sale "$S")" = 200 ]; then first_sale=$(date +%s%N); break; fi
+    sleep 0.1
+done
+check "the instance sells on the promoted replica, not restarted" test -n "$first_sale"
+after_ms=$(( (${first_sale:-$promoted_at} - promoted_at) / 1000000 ))
+echo "    first sale ${after_ms} ms after the promotion was seen ($(( (promoted_at - killed_at) / 1000000 )) ms after the kill)"
+check "  within 3 s of the promotion" test "$after_ms" -lt 3000
+check_eq "  the new master has it" 6 "$(redis-cli -p "$REPLICA" get 'stock:{s}')"
+
+# --- bad input -------------------------------------------------------------------------
+start_service U --sentinel "$SENTINELS" --sentinel-master nosuch --lock v8 --name unknown || exit 1
+check_eq "a master name no sentinel knows: 503" 503 "$(sale "$U")"
+check "  a clear log line" grep -q "no sentinel knows a master named nosuch" "$T_TMP/svc-$U.log"
+dead=$(free_port)
+start_service D --sentinel "127.0.0.1:$dead" --sentinel-master shop --lock v8 --name nosentinel || exit 1
+check_eq "no sentinel answering: 503" 503 "$(sale "$D")"
+check "  a clear log line" grep -q "no sentinel of 1 answered for master shop" "$T_TMP/svc-$D.log"
+check "  the body says redis_unavailable" sh -c "curl -s http://127.0.0.1:$D/inventory/sale?item=s | grep -q redis_unavailable"
+
+t_report
