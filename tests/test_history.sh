@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# test_history.sh - loadtest/check-history on hand-written histories (tests/histories/):
+# one possible history, one for each kind of violation, and input it cannot read.
+# Needs no build and no server: the checker is a pure function of its inputs.
+set -u
+cd "$(dirname "$0")/.."
+source tests/lib.sh
+
+CHECK=${CHECK_HISTORY:-loadtest/check-history}
+H=tests/histories
+OUT=$T_TMP/out ERR=$T_TMP/err
+
+# hist ARG...: runs the checker, stdout in $OUT and stderr in $ERR; prints its exit code.
+hist() { "$CHECK" "$@" >"$OUT" 2>"$ERR"; echo $?; }
+# names LINE...: the violation printed every one of these request lines.
+names() { local l; for l in "$@"; do grep -q "^  line $l: {" "$OUT" || return 1; done; }
+
+# --- a possible history: replays, unknowns, others, sold_out after the last sale, two items ---
+check_eq "valid: possible (exit 0)" 0 "$(hist $H/valid.jsonl --stock 5)"
+check_eq "valid: one summary line per item" 2 "$(wc -l <"$OUT")"
+check_eq "valid: a replay is one sale, status 0 then outcome_unknown of one key one unknown" \
+    "inventory001: 14 requests, 5 200 (4 sales), 2 sold_out, 4 unknown (2 operations), 3 other: possible" \
+    "$(head -1 "$OUT")"
+check "valid: the second item, named by its item field" grep -q '^item0002: 3 requests, 2 200 (2 sales),.*: possible$' "$OUT"
+echo '{"inventory001": 0, "item0002": 3}' >"$T_TMP/finals.json"
+check_eq "valid, --final-file right for both items: exit 0" 0 \
+    "$(hist $H/valid.jsonl --stock 5 --final-file "$T_TMP/finals.json")"
+check "valid, --final-file: each item's bounds in its summary" \
+    sh -c "grep -q 'inventory001: .*final 0 in \[0, 0\]' $OUT && grep -q 'item0002: .*final 3 in \[3, 3\]' $OUT"
+check_eq "a larger stock is possible too (remaining need not reach 0)" 0 "$(hist $H/valid.jsonl --stock 9)"
+
+# --- each kind of violation: exit 1, the first violation and the requests involved ---
+check_eq "duplicate remaining: exit 1" 1 "$(hist $H/duplicate.jsonl --stock 5)"
+check "duplicate remaining: says a unit was sold twice" grep -q 'VIOLATION inventory001: two sales answered remaining 3: a unit of stock sold twice' "$OUT"
+check "duplicate remaining: names both sales (lines 2 and 3)" names 2 3
+check_eq "duplicate remaining: the requests involved only" 3 "$(wc -l <"$OUT")"
+
+check_eq "one key answered two different remaining: exit 1" 1 "$(hist $H/replay.jsonl --stock 5)"
+check "one key answered two different remaining: names the key and both answers" \
+    sh -c "grep -q 'key k1 answered 200 with remaining 4 and 3' $OUT"
+check "one key answered two different remaining: lines 1 and 2" names 1 2
+
+check_eq "remaining out of range (5 with S 5): exit 1" 1 "$(hist $H/range.jsonl --stock 5)"
+check "remaining out of range: says so, names line 1 only" sh -c "grep -q 'remaining 5 out of \[0, 5)' $OUT && grep -q '^  line 1: ' $OUT && ! grep -q '^  line 2: ' $OUT"
+check_eq "remaining out of range: the same history with S 6 is possible" 0 "$(hist $H/range.jsonl --stock 6)"
+
+check_eq "real-time order broken: exit 1" 1 "$(hist $H/realtime.jsonl --stock 5)"
+check "real-time order broken: remaining 2 answered before remaining 3 was sent" \
+    grep -q 'real time broken: a sale answered remaining 2 before another was sent that answered remaining 3' "$OUT"
+check "real-time order broken: names lines 2 and 4 (not the concurrent line 3)" \
+    sh -c "grep -q '^  line 2: ' $OUT && grep -q '^  line 4: ' $OUT && ! grep -q '^  line 3: ' $OUT"
+
+check_eq "sold_out before a sale was sent: exit 1" 1 "$(hist $H/soldout.jsonl --stock 5)"
+check "sold_out before a sale was sent: the stock came back" grep -q 'sold_out answered before a sale (remaining 0) was sent: the stock came back' "$OUT"
+check "sold_out before a sale was sent: names lines 2 and 3" names 2 3
+
+# final.jsonl: S 5, two sales, one request with no answer: the stock left is 2 or 3.
+check_eq "final within the unknown's bounds (2): exit 0" 0 "$(hist $H/final.jsonl --stock 5 --final 2)"
+check_eq "final within the unknown's bounds (3): exit 0" 0 "$(hist $H/final.jsonl --stock 5 --final 3)"
+check "final 3: its bounds in the summary" grep -q '^item0001: .*possible, final 3 in \[2, 3\]$' "$OUT"
+check_eq "final too low (1): exit 1" 1 "$(hist $H/final.jsonl --stock 5 --final 1)"
+check "final too low: the bound, and the unknown request (line 3)" \
+    sh -c "grep -q 'final stock 1 below max(0, S - sales - unknown) = max(0, 5 - 2 - 1) = 2' $OUT && grep -q '^  line 3: ' $OUT"
+check_eq "final too high (4): exit 1" 1 "$(hist $H/final.jsonl --stock 5 --final 4)"
+check "final too high: an acknowledged sale lost; names the sales (lines 1 and 2)" \
+    sh -c "grep -q 'final stock 4 above S - sales = 5 - 2 = 3: an acknowledged sale was lost' $OUT"
+check "final too high: lines 1 and 2" names 1 2
+
+echo '{"inventory001": 0, "item0002": 4}' >"$T_TMP/finals-bad.json"
+check_eq "--final-file, two items, one wrong: exit 1" 1 \
+    "$(hist $H/valid.jsonl --stock 5 --final-file "$T_TMP/finals-bad.json")"
+check "--final-file, one wrong: names that item (item0002) and its sales (lines 6 and 11)" \
+    sh -c "grep -q '^VIOLATION item0002: final stock 4 above' $OUT && ! grep -q inventory001 $OUT"
+check "--final-file, one wrong: lines 6 and 11" names 6 11
+echo '{"inventory001": 1, "item0002": 3}' >"$T_TMP/finals-back.json"
+check_eq "stock left after a sold_out was answered: exit 1" 1 \
+    "$(hist $H/valid.jsonl --stock 5 --final-file "$T_TMP/finals-back.json")"
+check "stock left after a sold_out: names the first sold_out (line 14)" \
+    sh -c "grep -q 'final stock 1 though sold_out was answered' $OUT && grep -q '^  line 14: ' $OUT"
+
+# --- input it cannot use: exit 2, and why ---
+check_eq "malformed line: exit 2" 2 "$(hist $H/malformed.jsonl --stock 5)"
+check "malformed line: names the file and line 2" grep -q "malformed.jsonl:2: not JSON" "$ERR"
+check_eq "a 200 without remaining: exit 2" 2 "$(hist $H/no-remaining.jsonl --stock 5)"
+check "a 200 without remaining: says so" grep -q "no-remaining.jsonl:1: remaining is not an integer" "$ERR"
+check_eq "missing file: exit 2" 2 "$(hist "$T_TMP/nothing.jsonl" --stock 5)"
+check "missing file: says so" grep -q "nothing.jsonl: No such file or directory" "$ERR"
+check_eq "--final-file missing an item of the history: exit 2" 2 \
+    "$(hist $H/valid.jsonl --stock 5 --final-file <(echo '{"inventory001": 0}'))"
+check "--final-file missing an item: names it" grep -q "no stock left for item item0002" "$ERR"
+check_eq "--final for a history of two items: exit 2" 2 "$(hist $H/valid.jsonl --stock 5 --final 0)"
+check_eq "bad usage: no --stock" 2 "$(hist $H/valid.jsonl)"
+check "bad usage: says why and how" sh -c "grep -q 'FILE and --stock S are required' $ERR && grep -q '^Usage: ' $ERR"
+check_eq "bad usage: --stock not a number" 2 "$(hist $H/valid.jsonl --stock many)"
+check_eq "bad usage: --final and --final-file together" 2 \
+    "$(hist $H/final.jsonl --stock 5 --final 2 --final-file "$T_TMP/finals.json")"
+check_eq "bad usage: an unknown option" 2 "$(hist $H/valid.jsonl --stock 5 --strict)"
+check_eq "--help: exit 0" 0 "$(hist --help)"
+check "--help: the usage and the model" sh -c "grep -q '^Usage: loadtest/check-history FILE --stock S' $OUT && grep -q 'one counter' $OUT"
+
+# --- 200,000 lines in a few seconds (a load run's size) ---
+python3 - "$T_TMP/big.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for n in range(200000):
+        item = "item%04d" % (n % 4 + 1)
+        rem = 59999 - n // 4
+        f.write(json.dumps({"start_ns": n * 1000, "end_ns": n * 1000 + 1500, "status": 200,
+                            "remaining": rem, "item": item, "key": "k%d" % n}) + "\n")
+PY
+t0=$(date +%s%N)
+check_eq "200,000 lines, four items: possible" 0 "$(hist "$T_TMP/big.jsonl" --stock 60000)"
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "       (200,000 lines in $ms ms)"
+check "200,000 lines in under 10 s" test "$ms" -lt 10000
+
+t_report
