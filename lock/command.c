@@ -9,15 +9,8 @@ static struct rd_reply *run(struct lock_client *lc, const struct lock_trip *trip
                             struct rd_batch *b, int types, const char *what,
                             struct lock_error *err)
 {
-    struct rd_reply *r = NULL;
-
-    if (rd_round_trip(lc->redis, trip ? trip->before : NULL, b, trip ? trip->after : NULL,
-                      err) == LOCK_OK) {
-        r = rd_expect(b->reply[0], types, what, err);
-        b->reply[0] = NULL;
-    }
-    rd_batch_reset(b);
-    return r;
+    return rd_call_batch(lc->redis, trip ? trip->before : NULL, b, trip ? trip->after : NULL,
+                         types, what, err);
 }
 
 struct rd_reply *lock_command(struct lock_client *lc, const struct lock_trip *trip, int types,

@@ -120,30 +120,26 @@ static int read_range(redisContext *c, struct rd_batch *b, int from, int to, str
     return LOCK_OK;
 }
 
-/* Records that the client has s loaded (yes) or that Redis said NOSCRIPT for it (no). */
-static void set_known(struct rd_client *rc, const struct rd_script *s, int yes)
+/* 1 when the client has loaded s (and heard no NOSCRIPT for it since). */
+static int is_known(struct rd_client *rc, const struct rd_script *s)
 {
-    int i;
-
-    pthread_mutex_lock(&rc->known_mu);
-    for (i = 0; i < rc->nknown && rc->known[i] != s; i++)
-        ;
-    if (yes && i == rc->nknown && rc->nknown < RD_SCRIPTS_KNOWN)
-        rc->known[rc->nknown++] = s;
-    else if (!yes && i < rc->nknown)
-        rc->known[i] = rc->known[--rc->nknown];
-    pthread_mutex_unlock(&rc->known_mu);
+    for (int i = 0; i < RD_SCRIPTS_KNOWN; i++)
+        if (atomic_load(&rc->known[i]) == s)
+            return 1;
+    return 0;
 }
 
-int rd_script_is_known(struct rd_client *rc, const struct rd_script *s)
+/* Records that the client has s loaded (yes: into a free slot) or that Redis said
+ * NOSCRIPT for it (no: every slot of it freed). Lock-free: compare-and-swap. */
+static void set_known(struct rd_client *rc, const struct rd_script *s, int yes)
 {
-    int known = 0;
-
-    pthread_mutex_lock(&rc->known_mu);
-    for (int i = 0; i < rc->nknown && !known; i++)
-        known = rc->known[i] == s;
-    pthread_mutex_unlock(&rc->known_mu);
-    return known;
+    for (int i = 0; i < RD_SCRIPTS_KNOWN; i++) {
+        const struct rd_script *was = yes ? NULL : s;
+        if (yes && is_known(rc, s))
+            return;
+        if (atomic_compare_exchange_strong(&rc->known[i], &was, yes ? s : NULL) && yes)
+            return;
+    }
 }
 
 /* SCRIPT LOAD s on cn: LOCK_OK when Redis has it under the sha we call it by. */
@@ -163,23 +159,11 @@ static int script_load(struct rd_client *rc, struct rd_conn *cn, const struct rd
     return LOCK_OK;
 }
 
-/* Loads the scripts of b that the client has not loaded yet (b goes before another
- * command: a NOSCRIPT there could not be mended by sending it again). */
-static int scripts_known(struct rd_client *rc, struct rd_conn *cn, const struct rd_batch *b,
-                         struct lock_error *err)
-{
-    for (int i = 0; b && i < b->n; i++)
-        if (b->script[i] && !rd_script_is_known(rc, b->script[i]) &&
-            script_load(rc, cn, b->script[i], err) != LOCK_OK)
-            return LOCK_ERROR;
-    return LOCK_OK;
-}
-
 int rd_script_load(struct rd_client *rc, const struct rd_script *s, struct lock_error *err)
 {
     struct rd_conn *cn;
 
-    if (rd_script_is_known(rc, s))
+    if (is_known(rc, s))
         return LOCK_OK;
     if ((cn = rd_thread_conn(rc, NULL, err)) == NULL)
         return LOCK_ERROR;
@@ -239,10 +223,6 @@ int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch
 
     if (cn == NULL)
         return LOCK_ERROR;
-    if (scripts_known(rc, cn, before, err) != LOCK_OK) {
-        rd_conn_failed(rc, err);
-        return LOCK_ERROR;
-    }
     send_range(cn->c, before, 0, before ? before->n : 0);
     send_range(cn->c, main, 0, main ? main->n : 0);
     send_range(cn->c, after, 0, after ? after->n : 0);
@@ -262,17 +242,15 @@ int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch
 
 /* --- one command --- */
 
-/* Runs the one command of b alone: its reply when its type is in types, else NULL with
- * err typed. b is reset. */
-static struct rd_reply *call_one(struct rd_client *rc, struct rd_batch *b, int types,
-                                 const char *what, struct lock_error *err)
+struct rd_reply *rd_call_batch(struct rd_client *rc, struct rd_batch *before, struct rd_batch *b,
+                               struct rd_batch *after, int types, const char *what,
+                               struct lock_error *err)
 {
     struct rd_reply *r = NULL;
 
-    if (rd_round_trip(rc, NULL, b, NULL, err) == LOCK_OK) {
-        r = b->reply[0];
+    if (rd_round_trip(rc, before, b, after, err) == LOCK_OK) {
+        r = rd_expect(b->reply[0], types, what, err);
         b->reply[0] = NULL;
-        r = rd_expect(r, types, what, err);
     }
     rd_batch_reset(b);
     return r;
@@ -291,7 +269,7 @@ struct rd_reply *rd_call(struct rd_client *rc, int types, struct lock_error *err
     va_end(ap);
     if (batch_append(&b, cmd, len, NULL, err) != LOCK_OK)
         return NULL;
-    return call_one(rc, &b, types, fmt, err);
+    return rd_call_batch(rc, NULL, &b, NULL, types, fmt, err);
 }
 
 struct rd_reply *rd_eval(struct rd_client *rc, const struct rd_script *s, int types, int nkeys,
@@ -301,7 +279,7 @@ struct rd_reply *rd_eval(struct rd_client *rc, const struct rd_script *s, int ty
 
     if (rd_batch_add_eval(&b, s, nkeys, nargs, argv, err) != LOCK_OK)
         return NULL;
-    return call_one(rc, &b, types, s->name, err);
+    return rd_call_batch(rc, NULL, &b, NULL, types, s->name, err);
 }
 
 /* --- several servers at once --- */

@@ -12,7 +12,6 @@ static void thread_conn_free(void *p)
 
 static void client_free(struct rd_client *rc)
 {
-    pthread_mutex_destroy(&rc->known_mu);
     if (rc->password)
         explicit_bzero(rc->password, strlen(rc->password));
     free(rc->host);
@@ -31,7 +30,6 @@ struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_erro
     }
     rc->locator = cfg->sentinels ? &rd_sentinel_locator
                   : cfg->standby ? &rd_standby_locator : &rd_single_locator;
-    pthread_mutex_init(&rc->known_mu, NULL);
     rc->host = strdup(cfg->host ? cfg->host : "127.0.0.1");
     rc->port = cfg->port ? cfg->port : 6379;
     rc->user = cfg->user ? strdup(cfg->user) : NULL;

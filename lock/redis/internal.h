@@ -32,19 +32,14 @@ struct rd_client {
     pthread_key_t key;            /* the calling thread's struct rd_conn */
     atomic_int down;              /* 1 after on_state(0) was called, until a connect works */
     atomic_llong drops;
-    /* Scripts this client has loaded, until Redis says NOSCRIPT for one: a script in a
-     * batch sent before another command (which cannot be sent twice) is loaded first
-     * when it is not here. known_mu guards them. */
-    pthread_mutex_t known_mu;
-    const struct rd_script *known[RD_SCRIPTS_KNOWN];
-    int nknown;
+    /* Scripts this client has loaded (rd_script_load), until Redis says NOSCRIPT for
+     * one: a slot holds a script or NULL, read and changed without a lock. */
+    _Atomic(const struct rd_script *) known[RD_SCRIPTS_KNOWN];
 };
 
 /* locate.c and sentinel.c: the locators. */
 extern const struct rd_locator rd_single_locator, rd_standby_locator, rd_sentinel_locator;
 
-/* call.c: 1 when the client has loaded s (and heard no NOSCRIPT for it since). */
-int rd_script_is_known(struct rd_client *rc, const struct rd_script *s);
 
 /* reply.c: the reply reader's functions, making struct rd_reply (error replies typed). */
 extern redisReplyObjectFunctions rd_reply_functions;

@@ -156,6 +156,13 @@ int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch
 
 /* --- one command --- */
 
+/* Runs the one command of b, with before and after (either may be NULL) around it in
+ * one round trip. Returns its reply when its type is in types (caller frees), else NULL
+ * with err typed (what names the command in it). b is reset; before and after keep
+ * their replies. */
+struct rd_reply *rd_call_batch(struct rd_client *rc, struct rd_batch *before, struct rd_batch *b,
+                               struct rd_batch *after, int types, const char *what,
+                               struct lock_error *err);
 /* Runs one command (redisCommand's format). Returns its reply when its type is in
  * types (caller frees with rd_reply_free), else NULL with err typed. */
 struct rd_reply *rd_call(struct rd_client *rc, int types, struct lock_error *err,
