@@ -20,12 +20,13 @@ int lock_fail(struct lock_error *err, enum lock_fault fault, const char *fmt, ..
 
 int lock_fault_is_io(enum lock_fault fault)
 {
-    return fault == LOCK_E_CONNECTION || fault == LOCK_E_TIMEOUT || fault == LOCK_E_LOADING ||
+    return fault == LOCK_E_CONNECTION || fault == LOCK_E_CONNECT || fault == LOCK_E_TIMEOUT || fault == LOCK_E_LOADING ||
            fault == LOCK_E_READONLY;
 }
 
 static const char *const names[] = {
     [LOCK_E_NONE] = "none",           [LOCK_E_CONNECTION] = "connection",
+    [LOCK_E_CONNECT] = "connect",
     [LOCK_E_TIMEOUT] = "timeout",     [LOCK_E_AUTH] = "auth",
     [LOCK_E_LOADING] = "loading",     [LOCK_E_READONLY] = "readonly",
     [LOCK_E_NOSCRIPT] = "noscript",   [LOCK_E_BUSY] = "busy",

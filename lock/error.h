@@ -27,7 +27,9 @@ enum lock_status {
  * (a reply "-NOSCRIPT ..." is LOCK_E_NOSCRIPT), or what happened to the connection. */
 enum lock_fault {
     LOCK_E_NONE = 0,
-    LOCK_E_CONNECTION,  /* could not connect, or the connection broke (EOF, reset) */
+    LOCK_E_CONNECTION,  /* the connection broke (EOF, reset) after a command was sent:
+                           it may or may not have run */
+    LOCK_E_CONNECT,     /* could not connect (or find the master): nothing was sent */
     LOCK_E_TIMEOUT,     /* connected, but no answer within the command timeout */
     LOCK_E_AUTH,        /* NOAUTH, WRONGPASS, NOPERM: the credentials were refused */
     LOCK_E_LOADING,     /* LOADING: Redis is loading its data set */

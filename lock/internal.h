@@ -69,6 +69,30 @@ int lock_wait_is_wanted(struct lock_client *lc, const struct lock_grant *g);
 /* After the store's release, whatever it returned: the next local waiter's turn. */
 void lock_wait_released(struct lock_client *lc, struct lock_grant *g);
 
+/* --- lock/owner.c: owner ids, and the locks given up on without an answer. --- */
+/* A lock Redis may still hold in our name: enough of its grant for the store's release. */
+struct lock_abandoned {
+    struct lock_client *lc;
+    struct lock_grant g;          /* item, key and owner */
+    struct lock_abandoned *next;
+};
+int lock_owner_init(struct lock_client *lc, struct lock_error *err);
+void lock_owner_destroy(struct lock_client *lc);
+/* "<instance id>:<thread number>" into owner: the calling thread's id. */
+void lock_owner_id(const struct lock_client *lc, char *owner, size_t size);
+/* The calling thread got a grant; gave one back (whatever the release returned). */
+void lock_owner_held(void);
+void lock_owner_released(void);
+/* A try (releasing 0) or a release (1) of g failed with fault: when Redis may still hold
+ * g's lock, the thread's id is retired once it holds nothing, and the lock is kept to be
+ * given back (when that is safe after this fault). */
+void lock_owner_failed(struct lock_client *lc, const struct lock_grant *g, enum lock_fault fault,
+                       int releasing);
+/* All the client's abandoned locks (the caller owns them now), or NULL: cheap when none. */
+struct lock_abandoned *lock_owner_take(struct lock_client *lc);
+/* Keeps a (taken) to be given back later. */
+void lock_owner_keep(struct lock_abandoned *a);
+
 /* --- lock/keepalive.c: the watchdog, for any store with renew. --- */
 int lock_keepalive_init(struct lock_client *lc, struct lock_error *err);
 void lock_keepalive_destroy(struct lock_client *lc);

@@ -105,14 +105,18 @@ static int parts_start(struct lock_client *lc, struct lock_error *err)
 
     if (ops->init && ops->init(lc, err) != LOCK_OK)
         return LOCK_ERROR;
-    if (lock_wait_init(lc, err) != LOCK_OK)
+    if (lock_owner_init(lc, err) != LOCK_OK)
         goto out_store;
+    if (lock_wait_init(lc, err) != LOCK_OK)
+        goto out_owner;
     if (ops->keepalive && lock_keepalive_init(lc, err) != LOCK_OK)
         goto out_wait;
     return LOCK_OK;
 
 out_wait:
     lock_wait_destroy(lc);
+out_owner:
+    lock_owner_destroy(lc);
 out_store:
     if (ops->destroy)
         ops->destroy(lc);
@@ -159,21 +163,11 @@ void lock_client_destroy(struct lock_client *lc)
     if (lc->ops->keepalive)
         lock_keepalive_destroy(lc);
     lock_wait_destroy(lc);
+    lock_owner_destroy(lc);
     if (lc->ops->destroy)
         lc->ops->destroy(lc);
     config_free(&lc->cfg);
     free(lc);
-}
-
-/* "<instance id>:<n>", n given to the calling thread on first use, never reused. */
-static void owner_id(const struct lock_client *lc, char *owner, size_t size)
-{
-    static atomic_long next_thread;
-    static _Thread_local long thread_no;
-
-    if (thread_no == 0)
-        thread_no = atomic_fetch_add(&next_thread, 1) + 1;
-    snprintf(owner, size, "%s:%ld", lc->cfg.instance_id, thread_no);
 }
 
 /* WAIT: a grant counts once cfg.replicas replicas of the data Redis have it (the lock
@@ -224,7 +218,7 @@ static int grant_init(struct lock_client *lc, const char *item, struct lock_gran
         return lock_fail(err, LOCK_E_USAGE, "an item is 1 to 64 characters");
     memcpy(g->item, item, n + 1);
     snprintf(g->key, sizeof(g->key), "lock:{%s}", item);
-    owner_id(lc, g->owner, sizeof(g->owner));
+    lock_owner_id(lc, g->owner, sizeof(g->owner));
     return LOCK_OK;
 }
 
@@ -242,7 +236,9 @@ static int grant_confirm(struct lock_client *lc, struct lock_grant *g, struct rd
     if (st == LOCK_OK && g->depth == 1 && lc->cfg.replicas > 0)
         st = replicated(lc, err);
     if (st != LOCK_OK) {
-        give_back(lc, g, NULL, NULL, &(struct lock_error){ 0 });
+        struct lock_error why = { 0 };
+        if (give_back(lc, g, NULL, NULL, &why) == LOCK_ERROR)
+            lock_owner_failed(lc, g, why.fault, 1);
         lock_wait_released(lc, g);
     }
     return st;
@@ -261,11 +257,14 @@ int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct 
         st = grant_confirm(lc, g, read, err);
     g->waited_ms = lock_now_ms() - start;
     if (st == LOCK_OK) {
+        lock_owner_held();
         if (lc->ops->keepalive)
             lock_keepalive_hold(lc, g);
         atomic_fetch_add(&lc->acquisitions, 1);
     } else if (st == LOCK_TIMEOUT) {
         atomic_fetch_add(&lc->timeouts, 1);
+    } else if (st == LOCK_ERROR && err) {
+        lock_owner_failed(lc, g, err->fault, 0);   /* sent, unanswered: it may have granted */
     }
     return st;
 }
@@ -274,6 +273,7 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *
                  const struct lock_pause *pause, struct lock_error *err)
 {
     struct lock_trip ahead = { .before = writes };
+    struct lock_error why = { 0 };
     int st = LOCK_OK, released, lost = 0;
 
     /* A lock kept in the process has no command to ride with: the writes go first. */
@@ -281,12 +281,15 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *
         st = lock_trip_send(lc, &ahead, err);
         writes = NULL;
     }
-    released = give_back(lc, g, writes, pause, st == LOCK_OK ? err : &(struct lock_error){ 0 });
-    if (st == LOCK_OK)
-        st = released;
+    released = give_back(lc, g, writes, pause, &why);
+    if (st == LOCK_OK && (st = released) == LOCK_ERROR && err)
+        *err = why;
     if (lc->ops->keepalive)
-        lost = lock_keepalive_drop(lc, g);
+        lost = lock_keepalive_drop(lc, g);   /* renewed only while its sale runs */
     lock_wait_released(lc, g);
+    lock_owner_released();
+    if (released == LOCK_ERROR)
+        lock_owner_failed(lc, g, why.fault, 1);   /* unanswered: it may still hold */
 
     if (st == LOCK_NOT_OWNER) {
         atomic_fetch_add(&lc->lost_leases, 1);

@@ -120,6 +120,9 @@ struct lock_ops {
     enum lock_wait wait;
     /* 1: a watchdog renews every held lease each ttl/3 while it is held. */
     int keepalive;
+    /* 1: release deletes only under our owner id (v5 on), so that a lock given up on
+     * without an answer can be given back later, safely (lock/owner.c). */
+    int checks_owner;
 };
 
 /* A running version. Created once per process; shared by all threads. */
@@ -130,6 +133,7 @@ struct lock_client {
     void *store_state;            /* the store's process-wide state (v1: its mutexes) */
     void *wait_state;             /* the wait policy's (notify: subscriber and queues) */
     void *keepalive_state;        /* the watchdog's */
+    void *owner_state;            /* the locks given up on without an answer (owner.c) */
     /* Counters, read by the service's /metrics. Updated atomically by any thread. */
     atomic_llong acquisitions;    /* grants */
     atomic_llong timeouts;        /* acquires that gave up */
@@ -138,6 +142,10 @@ struct lock_client {
     atomic_llong stolen;          /* release found the lock gone or foreign while our lease
                                      still ran: someone else deleted it */
     atomic_llong notifications;   /* notify: release messages received */
+    atomic_llong abandoned;       /* locks given up on: a release (or a try) sent and never
+                                     answered, Redis gone; kept to be given back */
+    atomic_llong given_back;      /* of those, given back once a master answered (Redis
+                                     still had them in our name) */
 };
 
 /* Finds a version by name or alias; NULL when there is none. */

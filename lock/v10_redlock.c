@@ -229,6 +229,7 @@ const struct lock_ops lock_v10 = {
     .title = "v9 on a quorum of N independent masters (--lock-redis), validity on a monotonic clock",
     .flaw = "a master that restarts empty (no fsync) before the lease ends can give the lock twice",
     .remote = 1,
+    .checks_owner = 1,
     .init = v10_init,
     .destroy = v10_destroy,
     .try_acquire = v10_try_acquire,

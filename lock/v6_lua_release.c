@@ -29,6 +29,7 @@ const struct lock_ops lock_v6 = {
     .title = "SET NX PX; Lua compare-and-delete",
     .flaw = "not reentrant: a nested acquire by the same thread waits on itself",
     .remote = 1,
+    .checks_owner = 1,
     .try_acquire = lock_set_nx_px_try_acquire,
     .release = v6_release,
     .wait = LOCK_WAIT_POLL,

@@ -10,6 +10,7 @@ const struct lock_ops lock_v7 = {
     .title = "Lua hash {owner: count}, HINCRBY + PEXPIRE; Lua release",
     .flaw = "the lease expires while work runs: two holders",
     .remote = 1,
+    .checks_owner = 1,
     .try_acquire = lock_hash_try_acquire,
     .release = lock_hash_release,
     .wait = LOCK_WAIT_POLL,

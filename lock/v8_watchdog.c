@@ -9,6 +9,7 @@ const struct lock_ops lock_v8 = {
     .title = "v7 + watchdog renewal every ttl/3 while held",
     .flaw = "a whole-process pause (SIGSTOP, GC) longer than the TTL stops the watchdog too",
     .remote = 1,
+    .checks_owner = 1,
     .try_acquire = lock_hash_try_acquire,
     .release = lock_hash_release,
     .renew = lock_hash_renew,

@@ -50,6 +50,7 @@ const struct lock_ops lock_v9 = {
     .title = "v8 + a fencing token per grant (INCR fence:{I}), checked by the stock's write",
     .flaw = "a pause still lets two hold at once (the stale write is refused); a failover can reissue a token",
     .remote = 1,
+    .checks_owner = 1,
     .try_acquire = v9_try_acquire,
     .release = lock_hash_release,
     .renew = lock_hash_renew,

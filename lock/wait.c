@@ -238,12 +238,47 @@ void lock_wait_destroy(struct lock_client *lc)
     lc->wait_state = NULL;
 }
 
-/* One try, with read riding after it. */
+/* The client's abandoned locks (lock/owner.c) go back: the store's release under each
+ * one's owner, again while it gives back a hold (a nested grant left two), the waiters
+ * told as by any release (other processes by the notice; ours here, since we do not
+ * hear our own). One that Redis cannot take yet is kept for the next try. */
+static void give_back_abandoned(struct lock_client *lc)
+{
+    enum { HOLDS_MAX = 64 };
+    struct lock_abandoned *a = lock_owner_take(lc), *next;
+
+    for (; a; a = next) {
+        struct lock_error err = { 0 };
+        int st = LOCK_OK, rounds = 0;
+        next = a->next;
+        while (st == LOCK_OK && rounds++ < HOLDS_MAX) {
+            struct rd_batch notice = { 0 };
+            struct lock_trip trip = { .after = &notice };
+            lock_wait_releasing(lc, &a->g, &notice);
+            st = lc->ops->release(lc, &a->g, &trip, &err);
+            rd_batch_reset(&notice);
+        }
+        if (rounds > 1) {
+            struct notify *n = lc->wait_state;
+            struct key_queue *q = n ? queue_for(n, a->g.key, strlen(a->g.key), 0) : NULL;
+            atomic_fetch_add(&lc->given_back, 1);
+            if (q)
+                queue_bump(q);
+        }
+        if (st == LOCK_ERROR)
+            lock_owner_keep(a);
+        else
+            free(a);
+    }
+}
+
+/* One try, with read riding after it; what this client abandoned goes back first. */
 static int try_once(struct lock_client *lc, struct lock_grant *g, long wait_ms,
                     struct rd_batch *read, struct lock_error *err)
 {
     struct lock_trip trip = { .after = read };
 
+    give_back_abandoned(lc);
     g->acquired_ms = lock_now_ms();
     g->retry_in_ms = 0;
     return lc->ops->try_acquire(lc, g, wait_ms, &trip, err);

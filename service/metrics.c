@@ -134,6 +134,12 @@ char *metrics_render(size_t *len)
             "Leases found lost (renewal refused or not owner at release).", atomic_load(&svc_lock->lost_leases));
     COUNTER("inventory_lock_stolen_total",
             "Locks found deleted by another client while our lease ran.", atomic_load(&svc_lock->stolen));
+    COUNTER("inventory_lock_abandoned_total",
+            "Locks given up on without an answer (a release or a try sent, Redis gone).",
+            atomic_load(&svc_lock->abandoned));
+    COUNTER("inventory_lock_given_back_total",
+            "Abandoned locks given back by owner once a master answered.",
+            atomic_load(&svc_lock->given_back));
     COUNTER("inventory_lock_notifications_total", "Release messages received (wait notify).",
             atomic_load(&svc_lock->notifications));
     COUNTER("inventory_idempotent_replays_total",

@@ -409,9 +409,11 @@ static void test_scripts_and_errors(void)
     struct lock_config cfg = { .ttl_ms = 5000, .retry_ms = 5, .instance_id = "test-a" };
     lc = client_try("v7", 1, cfg, &err);
     memset(&err, 0, sizeof(err));
-    test_cond("an unreachable Redis gives LOCK_ERROR, typed as a connection failure",
+    test_cond("an unreachable Redis gives LOCK_ERROR, typed as a failure to connect",
               lc && lock_acquire(lc, ITEM, 100, &g, NULL, &err) == LOCK_ERROR &&
-                  err.fault == LOCK_E_CONNECTION && lock_fault_is_io(err.fault) && err.msg[0]);
+                  err.fault == LOCK_E_CONNECT && lock_fault_is_io(err.fault) && err.msg[0]);
+    test_cond("  nothing was sent: nothing is kept to be given back",
+              lc && atomic_load(&lc->abandoned) == 0);
     client_free(lc);
     redisFree(c);
 }

@@ -190,6 +190,9 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct loc
         rd_conn_close(cn);
     }
     if ((cn = rc->locator->open(rc, key, err)) == NULL) {
+        /* No connection: nothing of the caller's was sent (a try took nothing). */
+        if (err->fault == LOCK_E_CONNECTION || err->fault == LOCK_E_TIMEOUT)
+            err->fault = LOCK_E_CONNECT;
         tell_state(rc, 0, err->msg);
         return NULL;
     }

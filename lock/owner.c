@@ -1,0 +1,179 @@
+/* owner.c - Owner ids, and the locks a thread gave up on without an answer.
+ *
+ * An owner id is "<instance id>:<n>", n the calling thread's number. A release whose
+ * reply never came (Redis died, a failover moved the master) may not have run; a try
+ * that was sent and never answered may have granted. Either way Redis may hold a lock in
+ * our name for the rest of its lease, and worse: the same thread asking again under the
+ * same id would re-enter it (v7 on are reentrant), reset its lease and give back only its
+ * own hold, so that the abandoned one lived on for as long as that thread kept selling,
+ * and every other thread and instance waited. Hence two rules:
+ *   - the thread's number is retired once it holds nothing more: its next grant is made
+ *     under a new id, never inside the abandoned one;
+ *   - the abandoned lock is kept here, and given back (lock/wait.c: the store's release,
+ *     a compare-and-delete on that owner, never another's lock) before the next try of
+ *     any thread of this client, as soon as a master (the old one restarted, or a
+ *     promoted replica) answers.
+ * Not after a timeout: a command that timed out may still run later on a live server,
+ * and a give-back on a new connection could overtake it (a sale's write landing after
+ * another holder's); that lock runs out with its lease, as before. Stores whose release
+ * does not compare the owner (v3, v4: a plain DEL) keep nothing.
+ */
+#include "lock/internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PENDING_MAX = 8, ABANDONED_MAX = 256 };
+
+/* The client's abandoned locks. */
+struct owners {
+    pthread_mutex_t mu;           /* guards list */
+    struct lock_abandoned *list;
+    atomic_int count;             /* read without the mutex: is there anything to do */
+};
+
+/* The calling thread: its number (0: take a new one at the next grant), its grants not
+ * yet released, and what it gave up on while it still held an outer grant under the same
+ * id (kept until it holds nothing: the id may not be given back while still in use). */
+static _Thread_local struct {
+    long number;
+    int holds;
+    int retire;
+    int pending;
+    struct lock_abandoned *pend[PENDING_MAX];
+} self;
+
+int lock_owner_init(struct lock_client *lc, struct lock_error *err)
+{
+    struct owners *o = calloc(1, sizeof(*o));
+
+    if (o == NULL)
+        return lock_fail(err, LOCK_E_NOMEM, "out of memory");
+    pthread_mutex_init(&o->mu, NULL);
+    lc->owner_state = o;
+    return LOCK_OK;
+}
+
+void lock_owner_destroy(struct lock_client *lc)
+{
+    struct owners *o = lc->owner_state;
+
+    if (o == NULL)
+        return;
+    while (o->list) {
+        struct lock_abandoned *next = o->list->next;
+        free(o->list);
+        o->list = next;
+    }
+    pthread_mutex_destroy(&o->mu);
+    free(o);
+    lc->owner_state = NULL;
+}
+
+void lock_owner_id(const struct lock_client *lc, char *owner, size_t size)
+{
+    static atomic_long next_number;
+
+    if (self.number == 0)
+        self.number = atomic_fetch_add(&next_number, 1) + 1;
+    snprintf(owner, size, "%s:%ld", lc->cfg.instance_id, self.number);
+}
+
+void lock_owner_keep(struct lock_abandoned *a)
+{
+    struct owners *o = a->lc->owner_state;
+    int kept = 0;
+
+    pthread_mutex_lock(&o->mu);
+    if (atomic_load(&o->count) < ABANDONED_MAX) {
+        a->next = o->list;
+        o->list = a;
+        atomic_fetch_add(&o->count, 1);
+        kept = 1;
+    }
+    pthread_mutex_unlock(&o->mu);
+    if (!kept)
+        free(a);   /* too many: this one runs out with its lease */
+}
+
+struct lock_abandoned *lock_owner_take(struct lock_client *lc)
+{
+    struct owners *o = lc->owner_state;
+    struct lock_abandoned *list;
+
+    if (o == NULL || atomic_load(&o->count) == 0)
+        return NULL;
+    pthread_mutex_lock(&o->mu);
+    list = o->list;
+    o->list = NULL;
+    atomic_store(&o->count, 0);
+    pthread_mutex_unlock(&o->mu);
+    return list;
+}
+
+/* The thread holds nothing under its id any more: what it gave up on can be given back,
+ * and its next grant takes a new number. */
+static void settle(void)
+{
+    if (self.holds > 0 || !self.retire)
+        return;
+    for (int i = 0; i < self.pending; i++)
+        lock_owner_keep(self.pend[i]);
+    self.pending = 0;
+    self.retire = 0;
+    self.number = 0;
+}
+
+void lock_owner_held(void)
+{
+    self.holds++;
+}
+
+void lock_owner_released(void)
+{
+    if (self.holds > 0)
+        self.holds--;
+    settle();
+}
+
+/* 1 when Redis may hold the lock in g's name after a try (releasing 0) or a release
+ * (releasing 1) failed with fault, and a give-back on a new connection is safe; 0 when
+ * nothing can be held; -1 when it may be held but must run out with its lease. */
+static int left_held(enum lock_fault fault, int releasing)
+{
+    switch (fault) {
+    case LOCK_E_CONNECT:      /* nothing was sent */
+    case LOCK_E_READONLY:     /* refused by a replica: nothing ran there */
+    case LOCK_E_LOADING:
+    case LOCK_E_QUORUM:       /* redlock: too few masters answered */
+        return releasing;
+    case LOCK_E_CONNECTION:   /* sent; the server died or closed before answering */
+        return 1;
+    case LOCK_E_TIMEOUT:      /* sent; it may still run */
+        return -1;
+    default:                  /* Redis answered: it knows what it did */
+        return 0;
+    }
+}
+
+void lock_owner_failed(struct lock_client *lc, const struct lock_grant *g, enum lock_fault fault,
+                       int releasing)
+{
+    int held = left_held(fault, releasing);
+    struct lock_abandoned *a;
+
+    if (!lc->ops->checks_owner || held == 0)
+        return;
+    self.retire = 1;
+    if (held > 0 && self.pending < PENDING_MAX && (a = calloc(1, sizeof(*a))) != NULL) {
+        a->lc = lc;
+        memcpy(a->g.item, g->item, sizeof(a->g.item));
+        memcpy(a->g.key, g->key, sizeof(a->g.key));
+        memcpy(a->g.owner, g->owner, sizeof(a->g.owner));
+        self.pend[self.pending++] = a;
+        atomic_fetch_add(&lc->abandoned, 1);
+    }
+    settle();
+}
