@@ -71,8 +71,52 @@ stall_case() {
     kill "$a_pid" "$b_pid" 2>/dev/null
 }
 
+# reenter_case: the thread that held the abandoned lock serves the next sale on the same
+# keep-alive connection (as behind nginx's upstream keepalive). Under the same owner id it
+# would re-enter the abandoned hold (v7's script counts it up and resets its lease: a
+# renewal nobody asked for) and sell, while every other sale waits for a lease that each
+# of its sales renews. Its id retired, it takes the lock anew.
+reenter_case() {
+    local item=reenter a b pttl
+    on set "stock:{$item}" 100 >/dev/null
+    start_service A --redis "127.0.0.1:$PORT" --lock v8 --faults --wait-ms 1000 --name stall-ka-a || return 1
+    a=$A
+    start_service B --redis "127.0.0.1:$PORT" --lock v8 --faults --wait-ms 1000 --name stall-ka-b || return 1
+    b=$B
+    cat > "$T_TMP/ka.py" <<'PY'
+import http.client, sys, time
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=20)
+def sale(q=""):
+    c.request("GET", "/inventory/sale?item=reenter" + q)
+    r = c.getresponse()
+    r.read()
+    return r.status
+print(sale("&work_ms=1500"), flush=True)     # Redis dies during the work
+while open(sys.argv[2]).read().strip() != "up":  # until it is back
+    time.sleep(0.02)
+print(sale(), flush=True)                     # the same thread, the same connection
+PY
+    echo down > "$T_TMP/state"
+    python3 "$T_TMP/ka.py" "$a" "$T_TMP/state" > "$T_TMP/ka.out" 2>&1 &
+    local kpid=$!
+    wait_until 5 "" sh -c "[ \"\$(redis-cli -p $PORT exists 'lock:{$item}')\" = 1 ]"
+    sleep 0.3
+    kill -9 "$R_PID"; wait "$R_PID" 2>/dev/null
+    wait_until 10 "" sh -c "[ -s $T_TMP/ka.out ]"
+    redis_up || { echo "redis did not restart"; return 1; }
+    check_eq "keep-alive: the lock held at the crash came back" 1 "$(on exists "lock:{$item}")"
+    echo up > "$T_TMP/state"
+    wait "$kpid"
+    check_eq "keep-alive: the work sale 503, then the same connection's next sale 200" "503 200" \
+        "$(paste -sd' ' "$T_TMP/ka.out")"
+    pttl=$(on pttl "lock:{$item}")
+    check_eq "  it did not re-enter the abandoned lock (no lock left; PTTL $pttl)" 0 "$(on exists "lock:{$item}")"
+    check_eq "  B sells at once" 200 "$(sale "$b" "$item")"
+}
+
 redis_up || exit 1
 for lock in ${STALL_LOCKS:-v8 v9}; do
     stall_case "$lock"
 done
+reenter_case
 t_report
