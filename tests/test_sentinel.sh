@@ -3,8 +3,10 @@
 # real sentinels (quorum 2, short timeouts); an instance started with --sentinel finds
 # the master by asking them, sells, and after the master is killed (-9) and the sentinels
 # promote the replica, sells on the new master without being restarted. Bad input: no
-# sentinel answering, a master name they do not know: a clear log line, 503
-# redis_unavailable; the flags refuse a mix of --redis and --sentinel.
+# sentinel answering, a master name they do not know, a named master that says it is a
+# replica, sentinels that disagree (two masters named): a clear log line, 503
+# redis_unavailable, nothing written, and sales again once the sentinels agree; the flags
+# refuse a mix of --redis and --sentinel.
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
@@ -85,5 +87,54 @@ start_service D --sentinel "127.0.0.1:$dead" --sentinel-master shop --lock v8 --
 check_eq "no sentinel answering: 503" 503 "$(sale "$D")"
 check "  a clear log line" grep -q "no sentinel of 1 answered for master shop" "$T_TMP/svc-$D.log"
 check "  the body says redis_unavailable" sh -c "curl -s http://127.0.0.1:$D/inventory/sale?item=s | grep -q redis_unavailable"
+
+# A sentinel of our own beside the three (a real one, quorum 1), told a wrong master.
+# rogue_sentinel NAME HOST PORT: starts it monitoring NAME at HOST:PORT; sets ROGUE.
+rogue_sentinel() {
+    local port
+    port=$(free_port)
+    mkdir -p "$T_TMP/rogue-$port"
+    printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s 1\nsentinel down-after-milliseconds %s 60000\n' \
+        "$port" "$T_TMP/rogue-$port" "$1" "$2" "$3" "$1" > "$T_TMP/rogue-$port/sentinel.conf"
+    redis-server "$T_TMP/rogue-$port/sentinel.conf" --sentinel > "$T_TMP/rogue-$port.log" 2>&1 &
+    T_PIDS="$T_PIDS $!"
+    ROGUE=$port
+    wait_until 10 "" sh -c "redis-cli -p $port sentinel get-master-addr-by-name $1 | grep -q $3"
+}
+# remonitor SENTINEL NAME PORT: tells the sentinel on SENTINEL that NAME is at PORT now.
+remonitor() {
+    redis-cli -p "$1" sentinel remove "$2" >/dev/null
+    redis-cli -p "$1" sentinel monitor "$2" 127.0.0.1 "$3" 1 >/dev/null
+}
+sells_within() { wait_until "$2" "" sh -c "[ \"\$(curl -s -m 5 -o /dev/null -w '%{http_code}' http://127.0.0.1:$1/inventory/sale?item=s)\" = 200 ]"; }
+NEW_MASTER=$REPLICA
+
+# A master address that says it is a replica: never written to.
+start_redis --replicaof 127.0.0.1 "$NEW_MASTER" || exit 1
+LAGGARD=$REDIS_PORT
+rogue_sentinel lag 127.0.0.1 "$LAGGARD"
+start_service L --sentinel "127.0.0.1:$ROGUE" --sentinel-master lag --lock v8 --name laggard || exit 1
+before=$(redis-cli -p "$NEW_MASTER" get 'stock:{s}')
+check_eq "the sentinel names a replica as master: 503" 503 "$(sale "$L")"
+check "  a clear log line" grep -q "named master by the sentinels, says it is a replica" "$T_TMP/svc-$L.log"
+check_eq "  nothing written" "$before" "$(redis-cli -p "$NEW_MASTER" get 'stock:{s}')"
+remonitor "$ROGUE" lag "$NEW_MASTER"
+check "  once the sentinel names the master: it sells" sells_within "$L" 10
+
+# Sentinels that disagree, both named servers masters (two masters at once): neither is
+# written to until they agree.
+start_redis || exit 1
+STRANGER=$REDIS_PORT
+redis-cli -p "$STRANGER" set 'stock:{s}' 50 >/dev/null
+rogue_sentinel shop 127.0.0.1 "$STRANGER"
+start_service G --sentinel "$SENTINELS,127.0.0.1:$ROGUE" --sentinel-master shop --lock v8 --name disagree || exit 1
+before=$(redis-cli -p "$NEW_MASTER" get 'stock:{s}')
+check_eq "three sentinels name one master, a fourth another: 503" 503 "$(sale "$G")"
+check "  a clear log line" grep -q "the sentinels disagree: .* both say they are master shop" "$T_TMP/svc-$G.log"
+check_eq "  nothing written to either" "$before 50" \
+    "$(redis-cli -p "$NEW_MASTER" get 'stock:{s}') $(redis-cli -p "$STRANGER" get 'stock:{s}')"
+remonitor "$ROGUE" shop "$NEW_MASTER"
+check "  once they agree: it sells, on the master they name" sells_within "$G" 10
+check_eq "  the stranger untouched" 50 "$(redis-cli -p "$STRANGER" get 'stock:{s}')"
 
 t_report

@@ -40,32 +40,49 @@ static struct rd_conn *sentinel_connect(struct rd_client *rc, const struct senti
                               err);
 }
 
-/* Asks the sentinels, in turn, for the master's address: LOCK_OK with *at set, or
+/* What the sentinels answered: the distinct addresses they name for the master, in the
+ * order first named, and how many of them answered at all. */
+struct answers {
+    struct rd_server at[RD_SERVERS_MAX];
+    int n, answered;
+};
+
+/* Adds at to a unless it is there already. */
+static void answers_add(struct answers *a, const struct rd_server *at)
+{
+    for (int i = 0; i < a->n; i++)
+        if (a->at[i].port == at->port && strcmp(a->at[i].host, at->host) == 0)
+            return;
+    a->at[a->n++] = *at;
+}
+
+/* Asks every sentinel for the master's address (they may disagree: one that missed a
+ * failover, one behind a partition). LOCK_OK when at least one named one, else
  * LOCK_ERROR with err saying why (none answered, or none knows the name). */
-static int ask(struct rd_client *rc, struct sentinel *s, struct rd_server *at,
+static int ask(struct rd_client *rc, struct sentinel *s, struct answers *a,
                struct lock_error *err)
 {
-    int answered = 0;
-
+    a->n = a->answered = 0;
     for (int i = 0; i < s->n; i++) {
         struct rd_conn *cn = sentinel_connect(rc, s, i, err);
         struct rd_reply *r = cn ? rd_conn_command(cn, RD_T(RD_ARRAY) | RD_T(RD_NIL), err,
                                                   "SENTINEL get-master-addr-by-name %s", s->master)
                                 : NULL;
-        int got = r && r->type == RD_ARRAY && r->elements == 2 &&
-                  r->element[0]->type == RD_STRING && r->element[1]->type == RD_STRING;
+        struct rd_server at;
 
-        answered += r != NULL;
-        if (got) {
-            snprintf(at->host, sizeof(at->host), "%s", r->element[0]->str);
-            at->port = atoi(r->element[1]->str);
+        a->answered += r != NULL;
+        if (r && r->type == RD_ARRAY && r->elements == 2 && r->element[0]->type == RD_STRING &&
+            r->element[1]->type == RD_STRING) {
+            snprintf(at.host, sizeof(at.host), "%s", r->element[0]->str);
+            at.port = atoi(r->element[1]->str);
+            answers_add(a, &at);
         }
         rd_reply_free(r);
         rd_conn_close(cn);
-        if (got)
-            return LOCK_OK;
     }
-    if (answered)
+    if (a->n > 0)
+        return LOCK_OK;
+    if (a->answered)
         return lock_fail(err, LOCK_E_CONNECTION, "no sentinel knows a master named %.64s", s->master);
     return lock_fail(err, LOCK_E_CONNECTION, "no sentinel of %d answered for master %.64s (%.40s)",
                      s->n, s->master, err->msg);
@@ -82,10 +99,58 @@ static void set_master(struct sentinel *s, const struct rd_server *at)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* A connection to the address at, if it says it is a master (ROLE); else NULL. */
+static struct rd_conn *master_at(struct rd_client *rc, const struct rd_server *at,
+                                 struct lock_error *err)
+{
+    struct rd_conn *cn = rd_conn_connect(rc, at->host, at->port, err);
+
+    if (cn && rd_conn_is_master(cn))
+        return cn;
+    if (cn)
+        lock_fail(err, LOCK_E_READONLY, "%.64s:%d, named master by the sentinels, says it is a replica",
+                  at->host, at->port);
+    rd_conn_close(cn);
+    return NULL;
+}
+
+/* Of the addresses the sentinels named, the one master: a named address that says it is
+ * a replica was named by a sentinel that missed a failover; two that say master are two
+ * masters at once (a partition, a failover under way): none is written to until the
+ * sentinels agree again. */
+static struct rd_conn *confirm(struct rd_client *rc, struct sentinel *s, const struct answers *a,
+                               struct lock_error *err)
+{
+    struct rd_conn *found = NULL, *cn;
+    int which = -1;
+
+    for (int i = 0; i < a->n; i++) {
+        if ((cn = master_at(rc, &a->at[i], err)) == NULL)
+            continue;
+        if (found) {
+            rd_conn_close(cn);
+            rd_conn_close(found);
+            lock_fail(err, LOCK_E_CONNECTION, "the sentinels disagree: %.64s:%d and %.64s:%d both "
+                      "say they are master %.40s", a->at[which].host, a->at[which].port,
+                      a->at[i].host, a->at[i].port, s->master);
+            return NULL;
+        }
+        found = cn;
+        which = i;
+    }
+    if (found) {
+        set_master(s, &a->at[which]);
+        found->generation = atomic_load(&s->generation);
+    }
+    return found;
+}
+
 static struct rd_conn *sentinel_open(struct rd_client *rc, const char *key, struct lock_error *err)
 {
     struct sentinel *s = rc->locator_state;
+    struct answers a;
     struct rd_server at;
+    struct rd_conn *cn;
     int known;
 
     (void)key;
@@ -93,21 +158,13 @@ static struct rd_conn *sentinel_open(struct rd_client *rc, const char *key, stru
     at = s->at;
     known = s->known;
     pthread_mutex_unlock(&s->mu);
-    for (int tries = 0; tries < 2; tries++, known = 0) {
-        if (!known && ask(rc, s, &at, err) != LOCK_OK)
-            return NULL;
-        struct rd_conn *cn = rd_conn_connect(rc, at.host, at.port, err);
-        if (cn && rd_conn_is_master(cn)) {
-            set_master(s, &at);
-            cn->generation = atomic_load(&s->generation);
-            return cn;
-        }
-        if (cn)
-            lock_fail(err, LOCK_E_READONLY, "%.64s:%d, the sentinels' master %.64s, says it is a replica",
-                      at.host, at.port, s->master);
-        rd_conn_close(cn);
+    if (known && (cn = master_at(rc, &at, err)) != NULL) {
+        cn->generation = atomic_load(&s->generation);
+        return cn;
     }
-    return NULL;
+    if (ask(rc, s, &a, err) != LOCK_OK)
+        return NULL;
+    return confirm(rc, s, &a, err);
 }
 
 static void sentinel_forget(struct rd_client *rc)
@@ -148,7 +205,7 @@ static void listen_to(struct rd_client *rc, struct sentinel *s, int i)
     struct rd_conn *cn = sentinel_connect(rc, s, i, &err);
     struct rd_reply *r = cn ? rd_conn_call(cn, RD_T(RD_ARRAY), LISTEN_DEADLINE_MS, &err,
                                            "SUBSCRIBE +switch-master") : NULL;
-    struct rd_server at;
+    struct answers a;
 
     rd_reply_free(r);
     if (r == NULL) {
@@ -159,9 +216,10 @@ static void listen_to(struct rd_client *rc, struct sentinel *s, int i)
     pthread_mutex_lock(&s->mu);
     s->sub = cn;
     pthread_mutex_unlock(&s->mu);
-    /* A switch missed while not subscribed: the sentinels' answer now says it. */
-    if (ask(rc, s, &at, &err) == LOCK_OK)
-        set_master(s, &at);
+    /* A switch missed while not subscribed: the sentinels' answer now says it (when they
+     * agree; else the next connection sorts it out by ROLE). */
+    if (ask(rc, s, &a, &err) == LOCK_OK && a.n == 1)
+        set_master(s, &a.at[0]);
     while (!atomic_load(&s->stopping) && (r = rd_conn_read(cn)) != NULL) {
         if (r->type == RD_ARRAY && r->elements == 3 && r->element[2]->type == RD_STRING)
             heard_switch(s, r->element[2]->str);
