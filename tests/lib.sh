@@ -23,17 +23,23 @@ t_report() { echo "$T_PASSED passed, $T_FAILED failed"; [ "$T_FAILED" = 0 ]; }
 
 
 # start_redis [ARG...]: starts a redis-server on a free port (ARGs added to its command
-# line); sets REDIS_PORT and REDIS_PID.
+# line); sets REDIS_PORT and REDIS_PID. A port taken between free_port and the bind (by
+# another program; for a cluster node also its bus port, PORT + 10000) is retried.
 start_redis() {
-    REDIS_PORT=$(free_port)
-    mkdir -p "$T_TMP/redis-$REDIS_PORT"
-    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-        --dir "$T_TMP/redis-$REDIS_PORT" --daemonize no "$@" >"$T_TMP/redis-$REDIS_PORT.log" 2>&1 &
-    REDIS_PID=$!
-    T_PIDS="$T_PIDS $REDIS_PID"
-    for _ in $(seq 100); do
-        redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && return 0
-        sleep 0.05
+    local attempt
+    for attempt in 1 2 3; do
+        REDIS_PORT=$(free_port)
+        mkdir -p "$T_TMP/redis-$REDIS_PORT"
+        redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+            --dir "$T_TMP/redis-$REDIS_PORT" --daemonize no "$@" >"$T_TMP/redis-$REDIS_PORT.log" 2>&1 &
+        REDIS_PID=$!
+        T_PIDS="$T_PIDS $REDIS_PID"
+        for _ in $(seq 100); do
+            redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && return 0
+            kill -0 "$REDIS_PID" 2>/dev/null || break
+            sleep 0.05
+        done
+        grep -q 'Address already in use' "$T_TMP/redis-$REDIS_PORT.log" || break
     done
     echo "redis-server did not start on port $REDIS_PORT" >&2
     cat "$T_TMP/redis-$REDIS_PORT.log" >&2
