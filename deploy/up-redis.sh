@@ -39,6 +39,34 @@ write_redis_conf() {
     fi
 }
 
+# master_moved_to: the port of the former replica that the sentinels of the stack now in
+# RUN_DIR (its stack.env) name master, when a failover moved it off the data Redis's port;
+# "?" when the stack has sentinels but no master can be found; nothing otherwise.
+master_moved_to() {
+    [ -f "$RUN_DIR/stack.env" ] || return 0
+    ( . "$RUN_DIR/stack.env"
+      [ -n "${SENTINEL_PORTS:-}" ] || exit 0
+      at=$(current_master) || { echo "?"; exit 0; }
+      [ "${at##*:}" = "$REDIS_PORT" ] || echo "${at##*:}" )
+}
+
+# take_master_data PORT: after a failover to the replica that was on PORT (stopped by now),
+# its data directory becomes the data Redis's (RUN_DIR/redis), the one a restart starts
+# the master from; the old one is kept as RUN_DIR/redis.replaced. Nothing without PORT.
+take_master_data() {
+    case ${1:-} in
+    '') return 0 ;;
+    '?') say "deploy/up: warning: no sentinel named a master that answers; the data Redis restarts from" \
+             "$RUN_DIR/redis as it is (what a promoted replica took since is not in it)"; return 0 ;;
+    esac
+    [ -d "$RUN_DIR/replica-$1" ] || return 0
+    rm -rf "$RUN_DIR/redis.replaced"
+    { [ ! -d "$RUN_DIR/redis" ] || mv "$RUN_DIR/redis" "$RUN_DIR/redis.replaced"; } &&
+        cp -a "$RUN_DIR/replica-$1" "$RUN_DIR/redis" || die "cannot take the data of $RUN_DIR/replica-$1"
+    say "the master had moved to port $1 (a failover): its data is the data Redis's now" \
+        "(the one before: $RUN_DIR/redis.replaced)"
+}
+
 # start_data_redis: checks the Redis of --redis answers, or starts one here (AOF, in
 # RUN_DIR/redis) and waits until it does. Sets REDIS_HOST, OWN_REDIS, and REDIS_EXTRA:
 # the arguments the data Redis and its replicas share.

@@ -178,6 +178,16 @@ check "  the instances ask the sentinels, with their password by file" grep -q -
     <(for p in $(stack_pids "$RUN4"); do tr '\0' ' ' < "/proc/$p/cmdline"; echo; done)
 check_eq "  the sentinels' password file and configuration: mode 600" "600 600" \
     "$(stat -c %a "$RUN4/sentinel.pass" "$RUN4/sentinel-$((SRP + 3))/sentinel.conf" | paste -sd' ' -)"
+# After a failover, up again starts the master from the promoted replica's data.
+kill -9 "$(head -n 1 "$RUN4/redis.pid")"
+moved() { (. "$RUN4/stack.env"; at=$(current_master) && [ "${at##*:}" != "$SRP" ]); }
+check "the master killed: the sentinels promote a replica" wait_until 20 "" moved
+sold_one() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NGINX_P/inventory/sale?item=sen")" = 200 ]; }
+check "  a sale through nginx, on the promoted replica" wait_until 10 "" sold_one
+check "  up again: restarts" deploy/up --run-dir "$RUN4" --sentinel --port "$NGINX_P" --redis-port "$SRP" \
+    --instance-ports "$A,$B" --lock v8
+check_eq "  the master is back on its port with the promoted replica's data: stock 3, sold 2" \
+    "127.0.0.1:$SRP 3 2" "$(. "$RUN4/stack.env"; echo "$(current_master) $(rcli mget 'stock:{sen}' 'sold:{sen}' | paste -sd' ' -)")"
 pids=$(stack_pids "$RUN4")
 check_eq "  neither password in any process's argv" "" \
     "$(for p in $pids; do tr '\0' ' ' < "/proc/$p/cmdline"; echo; done | grep -F -f "$RUN4/sentinel.pass" -f "$RUN4/redis.pass")"
