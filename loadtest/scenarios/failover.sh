@@ -77,7 +77,7 @@ failover_cut_and_kill() {
 }
 
 scenario_failover() {
-    local b ft new trace_new tokens i code sold_b=0 b_first="" oversold promoted_ms
+    local b ft new trace_new fence i code sold_b=0 b_first="" oversold promoted_ms
     [ -n "${SENTINEL_PORTS:-}" ] || { SCN_OBSERVED="no sentinels in this stack (deploy/up --sentinel)"; return 1; }
     b=$(port_of 2); ft=${SENTINEL_FAILOVER_TIMEOUT_MS:-4000}
     OLD_MASTER=$(current_master) && [ "$OLD_MASTER" = "$REDIS_HOST:$REDIS_PORT" ] ||
@@ -104,12 +104,13 @@ scenario_failover() {
     [ -s "$SCN_DIR/a.code" ] && b_first=" (A had answered already)"
     bg_wait
     oversold=$(oversold_now)
-    tokens=""    # a version with a fence:{I} writes its tokens in the ledger
-    [ -z "$(set -- $TRACE_OLD; echo "${2:-}")" ] ||
-        tokens="; tokens in the ledger $(rcli xrange "orders:{$ITEM}" - + | awk 'prev == "token" { print } { prev = $0 }' | paste -sd, -)"
+    fence=""    # a version with a fence:{I}: how it went back, and the tokens in the ledger
+    set -- $TRACE_OLD "" ""
+    [ -z "$2" ] || fence="; its fence:{I} went back from $2 to $(set -- $trace_new; echo "${2:-0}"), tokens in the ledger $(
+        rcli xrange "orders:{$ITEM}" - + | awk 'prev == "token" { print } { prev = $0 }' | paste -sd, -)"
     SCN_FLAW=0
     [ "$oversold" -gt 0 ] && SCN_FLAW=1
-    SCN_OBSERVED="both replicas cut before A's grant; master killed $((KILL_MS - CUT_MS)) ms after the cut ($(trace_text "$TRACE_OLD")), the sentinels promoted the replica on :${new##*:} $((promoted_ms - KILL_MS)) ms later ($(trace_text "$trace_new")); the old master back as its replica; then B sold $sold_b of 3$b_first; A (working $WORK ms) answered $(a_answer)$tokens; oversold $oversold"
+    SCN_OBSERVED="both replicas cut before A's grant; master killed $((KILL_MS - CUT_MS)) ms after the cut ($(trace_text "$TRACE_OLD")), the sentinels promoted the replica on :${new##*:} $((promoted_ms - KILL_MS)) ms later ($(trace_text "$trace_new"))$fence; the old master back as its replica; then B sold $sold_b of 3$b_first; A (working $WORK ms) answered $(a_answer); oversold $oversold"
 }
 # failover-wait: the same choreography on a stack that waits for a replica.
 scenario_failover_wait() { scenario_failover; }
