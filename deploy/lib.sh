@@ -55,16 +55,23 @@ json_field() {
     jq -r --arg k "$k" 'select(has($k)) | .[$k]' "$@"
 }
 
-# rcli [-p PORT | -s SOCKET] ARG...: redis-cli to the stack's Redis (REDIS_HOST, default
-# 127.0.0.1, and REDIS_PORT), or to another server of the stack on PORT or on the unix
-# socket SOCKET. When REDIS_PASSWORD_FILE names a file (stack.env does for a Redis
-# deploy/up started), the password, its first line, goes to redis-cli through
-# REDISCLI_AUTH: never in argv.
+# rcli [-p PORT | -s SOCKET] ARG...: redis-cli to the stack's Redis, or to another server
+# of the stack on PORT (on REDIS_HOST) or on the unix socket SOCKET. The stack's Redis is
+# its master now: with sentinels (SENTINEL_PORTS), the one they name and that says it is
+# a master (current_master; rcli fails, saying so, while there is none, as during a
+# failover); else REDIS_HOST (default 127.0.0.1) and REDIS_PORT. When REDIS_PASSWORD_FILE
+# names a file (stack.env does for a Redis deploy/up started), the password, its first
+# line, goes to redis-cli through REDISCLI_AUTH: never in argv.
 rcli() {
-    local to=(-h "${REDIS_HOST:-127.0.0.1}" -p "${REDIS_PORT:-6379}")
+    local to=(-h "${REDIS_HOST:-127.0.0.1}" -p "${REDIS_PORT:-6379}") at
     case ${1:-} in
     -p) to=(-h "${REDIS_HOST:-127.0.0.1}" -p "$2"); shift 2 ;;
     -s) to=(-s "$2"); shift 2 ;;
+    *)  if [ -n "${SENTINEL_PORTS:-}" ]; then
+            at=$(current_master) ||
+                { echo "rcli: no server the sentinels name is a master now (a failover?)" >&2; return 1; }
+            to=(-h "${at%:*}" -p "${at##*:}")
+        fi ;;
     esac
     if [ -n "${REDIS_PASSWORD_FILE:-}" ]; then
         REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") redis-cli "${to[@]}" "$@"
@@ -92,11 +99,59 @@ redis_start() {
     printf '%s\nredis-server\n:%s \n' "$REDIS_STARTED_PID" "$port" > "$pidfile"
 }
 
-# replica_acks HOST PORT: true once a write on the master at HOST:PORT reaches a replica
-# and is acknowledged within 100 ms (WAIT). "state=online" in INFO is not enough: after a
-# full sync the master streams writes only from the replica's first acknowledgement.
+# replica_acks HOST PORT [N]: true once a write on the master at HOST:PORT reaches N
+# replicas (default 1) and is acknowledged within 100 ms (WAIT). "state=online" in INFO is
+# not enough: after a full sync the master streams writes only from the replica's first
+# acknowledgement.
 replica_acks() {
-    [ "$(printf 'SET replica:probe 1\nDEL replica:probe\nWAIT 1 100\n' | REDIS_HOST=$1 rcli -p "$2" 2>/dev/null | tail -n 1)" = 1 ]
+    local n=${3:-1} acked
+    acked=$(printf 'SET replica:probe 1\nDEL replica:probe\nWAIT %s 100\n' "$n" |
+            REDIS_HOST=$1 rcli -p "$2" 2>/dev/null | tail -n 1)
+    [ "${acked:-0}" -ge "$n" ] 2>/dev/null
+}
+
+# --- Sentinel (a stack from deploy/up --sentinel: SENTINEL_PORTS, SENTINEL_MASTER,
+# SENTINEL_PASSWORD_FILE in stack.env) ---------------------------------------------------
+
+# sentinel_cli PORT ARG...: redis-cli to the stack's sentinel on PORT (on REDIS_HOST), with
+# the sentinels' password (SENTINEL_PASSWORD_FILE's first line, through REDISCLI_AUTH).
+sentinel_cli() {
+    local port=$1; shift
+    if [ -n "${SENTINEL_PASSWORD_FILE:-}" ]; then
+        REDISCLI_AUTH=$(head -n 1 "$SENTINEL_PASSWORD_FILE") redis-cli -h "${REDIS_HOST:-127.0.0.1}" -p "$port" "$@"
+    else
+        redis-cli -h "${REDIS_HOST:-127.0.0.1}" -p "$port" "$@"
+    fi
+}
+
+# sentinel_names PORT: HOST:PORT of the master the sentinel on PORT names for
+# SENTINEL_MASTER now (SENTINEL get-master-addr-by-name); fails when it does not answer.
+sentinel_names() {
+    local a
+    a=$(sentinel_cli "$1" sentinel get-master-addr-by-name "$SENTINEL_MASTER" 2>/dev/null | paste -sd: -)
+    case $a in *:*[0-9]) echo "$a" ;; *) return 1 ;; esac
+}
+
+# role_of HOST:PORT: what the server says it is (ROLE's first word: master, slave), or
+# nothing when it does not answer.
+role_of() { REDIS_HOST=${1%:*} rcli -p "${1##*:}" role 2>/dev/null | head -n 1; }
+
+# current_master: HOST:PORT of the stack's master now. Without sentinels, REDIS_HOST and
+# REDIS_PORT. With them, as the instances find it: the address a sentinel names (each of
+# SENTINEL_PORTS in turn), once that server confirms it is a master (ROLE). Fails,
+# printing nothing, when none does: the master is down and not yet replaced, or the
+# sentinels name a server that is still a replica.
+current_master() {
+    local p at
+    if [ -z "${SENTINEL_PORTS:-}" ]; then
+        echo "${REDIS_HOST:-127.0.0.1}:${REDIS_PORT:-6379}"
+        return 0
+    fi
+    for p in $SENTINEL_PORTS; do
+        at=$(sentinel_names "$p") || continue
+        [ "$(role_of "$at")" != master ] || { echo "$at"; return 0; }
+    done
+    return 1
 }
 
 # redis_pings [PORT | -s SOCKET]: true when the stack's Redis (or its server on PORT, or on

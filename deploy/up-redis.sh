@@ -1,33 +1,75 @@
-# up-redis.sh - deploy/up's Redis servers: the data Redis, redlock's masters, the replica.
+# up-redis.sh - deploy/up's Redis servers: the data Redis, redlock's masters, and with
+# --sentinel the data Redis's two replicas and three sentinels.
 # Sourced by deploy/up; functions only. They read its settings (REDIS_ADDR, REDIS_BIND,
-# REDIS_PORT, MASTER_PORTS, REPLICA_PORT, FSYNC, RUN_DIR, START_WAIT_S), set what
-# stack.env records, and exit through deploy/up's die or fail_with_log when a server does
-# not start: deploy/up's rollback then stops the rest.
+# REDIS_PORT, MASTER_PORTS, REPLICA_PORTS, SENTINEL_PORT_LIST, SENTINEL_MASTER,
+# SENTINEL_DOWN_AFTER_MS, SENTINEL_FAILOVER_TIMEOUT_MS, FSYNC, RUN_DIR, START_WAIT_S), set
+# what stack.env records, and exit through deploy/up's die or fail_with_log when a server
+# does not start: deploy/up's rollback then stops the rest.
 
-# write_redis_conf: the password, on every Redis started here (data, masters, replica: its
-# link uses it too), in files only this user reads. redis-server gets it in its
+# new_secret FILE: a random password in FILE, readable by this user only.
+new_secret() {
+    (umask 077; head -c 24 /dev/urandom | base64 | tr '+/' '-_' > "$1") || die "cannot write $1"
+}
+# conf_quote STRING: STRING quoted for a redis.conf line.
+conf_quote() { printf '"%s"' "$(printf '%s' "$1" | sed 's/[\\"]/\\&/g')"; }
+
+# write_redis_conf: the password, on every Redis started here (data, masters, replicas:
+# their link uses it too), in files only this user reads. redis-server gets it in its
 # configuration file (REDIS_CONF), the instances by --redis-password-file, the scripts
 # through rcli (REDISCLI_AUTH). A Redis not ours keeps its own (--redis-password-file),
-# and masters started beside it get that one. Sets REDIS_PASSWORD_FILE and REDIS_CONF.
+# and masters started beside it get that one. With sentinels, they get a password of their
+# own (SENTINEL_PASSWORD_FILE, RUN_DIR/sentinel.pass). Sets REDIS_PASSWORD_FILE,
+# REDIS_CONF and SENTINEL_PASSWORD_FILE.
 write_redis_conf() {
     local pw
+    if [ -n "$SENTINEL_PORT_LIST" ]; then
+        SENTINEL_PASSWORD_FILE=$RUN_DIR/sentinel.pass
+        new_secret "$SENTINEL_PASSWORD_FILE"
+    fi
     if [ -z "$REDIS_ADDR" ] && [ -z "$REDIS_PASSWORD_FILE" ]; then
         REDIS_PASSWORD_FILE=$RUN_DIR/redis.pass
-        (umask 077; head -c 24 /dev/urandom | base64 | tr '+/' '-_' > "$REDIS_PASSWORD_FILE") ||
-            die "cannot write $REDIS_PASSWORD_FILE"
+        new_secret "$REDIS_PASSWORD_FILE"
     fi
     if [ -n "$REDIS_PASSWORD_FILE" ] && { [ -z "$REDIS_ADDR" ] || [ -n "$MASTER_PORTS" ]; }; then
         [ -s "$REDIS_PASSWORD_FILE" ] || die "the password file $REDIS_PASSWORD_FILE is empty"
         REDIS_CONF=$RUN_DIR/redis.conf
-        pw=$(head -n 1 "$REDIS_PASSWORD_FILE" | sed 's/[\\"]/\\&/g')  # quoted for redis.conf
-        (umask 077; printf '# redis.conf - written by deploy/up: the password of this stack.\nrequirepass "%s"\nmasterauth "%s"\n' \
+        pw=$(conf_quote "$(head -n 1 "$REDIS_PASSWORD_FILE")")
+        (umask 077; printf '# redis.conf - written by deploy/up: the password of this stack.\nrequirepass %s\nmasterauth %s\n' \
             "$pw" "$pw" > "$REDIS_CONF") || die "cannot write $REDIS_CONF"
     fi
 }
 
+# master_moved_to: the port of the former replica that the sentinels of the stack now in
+# RUN_DIR (its stack.env) name master, when a failover moved it off the data Redis's port;
+# "?" when the stack has sentinels but no master can be found; nothing otherwise.
+master_moved_to() {
+    [ -f "$RUN_DIR/stack.env" ] || return 0
+    ( . "$RUN_DIR/stack.env"
+      [ -n "${SENTINEL_PORTS:-}" ] || exit 0
+      at=$(current_master) || { echo "?"; exit 0; }
+      [ "${at##*:}" = "$REDIS_PORT" ] || echo "${at##*:}" )
+}
+
+# take_master_data PORT: after a failover to the replica that was on PORT (stopped by now),
+# its data directory becomes the data Redis's (RUN_DIR/redis), the one a restart starts
+# the master from; the old one is kept as RUN_DIR/redis.replaced. Nothing without PORT.
+take_master_data() {
+    case ${1:-} in
+    '') return 0 ;;
+    '?') say "deploy/up: warning: no sentinel named a master that answers; the data Redis restarts from" \
+             "$RUN_DIR/redis as it is (what a promoted replica took since is not in it)"; return 0 ;;
+    esac
+    [ -d "$RUN_DIR/replica-$1" ] || return 0
+    rm -rf "$RUN_DIR/redis.replaced"
+    { [ ! -d "$RUN_DIR/redis" ] || mv "$RUN_DIR/redis" "$RUN_DIR/redis.replaced"; } &&
+        cp -a "$RUN_DIR/replica-$1" "$RUN_DIR/redis" || die "cannot take the data of $RUN_DIR/replica-$1"
+    say "the master had moved to port $1 (a failover): its data is the data Redis's now" \
+        "(the one before: $RUN_DIR/redis.replaced)"
+}
+
 # start_data_redis: checks the Redis of --redis answers, or starts one here (AOF, in
 # RUN_DIR/redis) and waits until it does. Sets REDIS_HOST, OWN_REDIS, and REDIS_EXTRA:
-# the arguments the data Redis and its replica share.
+# the arguments the data Redis and its replicas share.
 # shellcheck disable=SC2034  # OWN_REDIS: for stack.env, which deploy/up writes
 start_data_redis() {
     if [ -n "$REDIS_ADDR" ]; then
@@ -42,8 +84,9 @@ start_data_redis() {
     127.0.0.1) ;;
     *) REDIS_EXTRA=(--protected-mode no) ;;    # it has a password
     esac
-    # With a replica: a (re)connecting replica is served at once, not after 5 s.
-    [ -z "$REPLICA_PORT" ] || REDIS_EXTRA+=(--repl-diskless-sync-delay 0)
+    # With replicas: a (re)connecting replica is served at once, not after 5 s (by
+    # whichever of them is master after a failover too).
+    [ -z "$REPLICA_PORTS" ] || REDIS_EXTRA+=(--repl-diskless-sync-delay 0)
     mark_log "$RUN_DIR/redis.log"
     redis_start "$REDIS_PORT" "$REDIS_BIND" "$FSYNC" "$RUN_DIR/redis" "$RUN_DIR/redis.log" \
         "$RUN_DIR/redis.pid" "${REDIS_EXTRA[@]}"
@@ -66,13 +109,72 @@ start_masters() {
     done
 }
 
-# start_replica: with --replica, the data Redis's replica on REPLICA_PORT: asynchronous,
-# as Redis replicates; it has what the master sent so far. Waits until a write reaches it.
-start_replica() {
-    [ -n "$REPLICA_PORT" ] || return 0
-    mark_log "$RUN_DIR/replica.log"
-    redis_start "$REPLICA_PORT" "$REDIS_BIND" "$FSYNC" "$RUN_DIR/replica" "$RUN_DIR/replica.log" \
-        "$RUN_DIR/replica.pid" --replicaof "$REDIS_HOST" "$REDIS_PORT" "${REDIS_EXTRA[@]}"
-    wait_until "$START_WAIT_S" "$REDIS_STARTED_PID" replica_acks "$REDIS_HOST" "$REDIS_PORT" ||
-        fail_with_log "replica on port $REPLICA_PORT" "$RUN_DIR/replica.log"
+# start_replicas: with --sentinel, the data Redis's replicas on REPLICA_PORTS (each its own
+# AOF in RUN_DIR/replica-PORT): asynchronous, as Redis replicates; each has what the
+# master sent so far. Waits until a write reaches every one started so far.
+start_replicas() {
+    local p n=0
+    for p in $REPLICA_PORTS; do
+        n=$((n + 1))
+        mark_log "$RUN_DIR/replica-$p.log"
+        redis_start "$p" "$REDIS_BIND" "$FSYNC" "$RUN_DIR/replica-$p" "$RUN_DIR/replica-$p.log" \
+            "$RUN_DIR/replica-$p.pid" --replicaof "$REDIS_HOST" "$REDIS_PORT" "${REDIS_EXTRA[@]}"
+        wait_until "$START_WAIT_S" "$REDIS_STARTED_PID" replica_acks "$REDIS_HOST" "$REDIS_PORT" "$n" ||
+            fail_with_log "replica on port $p" "$RUN_DIR/replica-$p.log"
+    done
+}
+
+# write_sentinel_conf PORT: a sentinel's configuration, to stdout. Each sentinel rewrites
+# its own file (what it learns: the replicas, the other sentinels, the epochs), so each
+# gets one, written afresh by every up. It holds both passwords: mode 600.
+write_sentinel_conf() {
+    local m=$SENTINEL_MASTER
+    echo "# sentinel.conf - written by deploy/up for this run directory; the sentinel rewrites it."
+    echo "port $1"
+    echo "bind $REDIS_BIND"
+    [ "$REDIS_BIND" = 127.0.0.1 ] || echo "protected-mode no"    # it has a password
+    echo "dir $RUN_DIR/sentinel-$1"
+    echo "requirepass $(conf_quote "$(head -n 1 "$SENTINEL_PASSWORD_FILE")")"
+    echo "sentinel monitor $m $REDIS_HOST $REDIS_PORT $SENTINEL_QUORUM"
+    [ -z "$REDIS_PASSWORD_FILE" ] ||
+        echo "sentinel auth-pass $m $(conf_quote "$(head -n 1 "$REDIS_PASSWORD_FILE")")"
+    echo "sentinel down-after-milliseconds $m $SENTINEL_DOWN_AFTER_MS"
+    echo "sentinel failover-timeout $m $SENTINEL_FAILOVER_TIMEOUT_MS"
+    echo "sentinel parallel-syncs $m 1"
+}
+
+# sentinel_ready PORT: the sentinel on PORT knows the master, both replicas and the two
+# other sentinels (it finds them through the master within about 2 s): only then can it
+# take part in a failover.
+sentinel_ready() {
+    sentinel_cli "$1" sentinel master "$SENTINEL_MASTER" 2>/dev/null |
+        awk -v r="$(echo $REPLICA_PORTS | wc -w)" -v s="$(( $(echo $SENTINEL_PORT_LIST | wc -w) - 1 ))" '
+            prev == "num-slaves" { slaves = $0 } prev == "num-other-sentinels" { others = $0 }
+            { prev = $0 }
+            END { exit !(slaves == r && others == s) }'
+}
+
+# start_sentinels: with --sentinel, three sentinels (redis-server --sentinel) on
+# SENTINEL_PORT_LIST watching the data Redis as SENTINEL_MASTER, quorum SENTINEL_QUORUM;
+# each's configuration and working directory in RUN_DIR/sentinel-PORT. Waits until each
+# is ready (sentinel_ready).
+start_sentinels() {
+    local p pids=""
+    for p in $SENTINEL_PORT_LIST; do
+        (umask 077; mkdir -p "$RUN_DIR/sentinel-$p" && write_sentinel_conf "$p" > "$RUN_DIR/sentinel-$p/sentinel.conf") ||
+            die "cannot write $RUN_DIR/sentinel-$p/sentinel.conf"
+        mark_log "$RUN_DIR/sentinel-$p.log"
+        # umask: the file it rewrites stays this user's alone.
+        (umask 077; exec setsid "${REDIS_SERVER_BIN:-redis-server}" "$RUN_DIR/sentinel-$p/sentinel.conf" \
+            --sentinel </dev/null >>"$RUN_DIR/sentinel-$p.log" 2>&1) &
+        printf '%s\nredis-server\n:%s \n[sentinel]\n' $! "$p" > "$RUN_DIR/sentinel-$p.pid"
+        pids="$pids $!"
+    done
+    set -- $pids
+    for p in $SENTINEL_PORT_LIST; do
+        wait_until "$START_WAIT_S" "$1" sentinel_ready "$p" ||
+            fail_with_log "sentinel on port $p (it must see the master, ${REPLICA_PORTS:+its replicas }and the other sentinels)" \
+                "$RUN_DIR/sentinel-$p.log"
+        shift
+    done
 }

@@ -69,15 +69,12 @@ static void usage(FILE *out)
         "                    a grant needs N / 2 + 1 of them (stock and tokens stay on --redis)\n"
         "  --workers N       --combine: at most N worker threads (default 4); an item's sales\n"
         "                    go to one worker (by its name), which serves its items in turn\n"
-        "  --redis-standby H:P,...  where the data Redis may be after a failover (its\n"
-        "                    replicas): each new connection goes to the first of --redis and\n"
-        "                    these that says it is a master (ROLE), as a Sentinel client would\n"
         "  --replicas N      a grant counts only once N replicas of the data Redis have it\n"
         "                    (WAIT N for a tenth of --ttl-ms, at most 4 s; default 0); too\n"
         "                    few: the grant is given back, 503 lock_unavailable\n"
         "  --redis-password-file F  the Redis password, first line of F (else the environment:\n"
         "                    REDIS_PASSWORD, and REDIS_USER for an ACL user); used for every\n"
-        "                    Redis (data, standbys, lock masters), never in argv or a log\n"
+        "                    Redis (data, lock masters), never in argv or a log\n"
         "  --idempotency-ttl S  how long the first answer to an Idempotency-Key is kept, in\n"
         "                    seconds (default 86400: 24 h); a repeat within it sells nothing\n"
         "  --faults          accept the teaching faults work_ms, release_gap_ms, nested=1\n"
@@ -256,44 +253,44 @@ static void set_wait(const char *a)
         bad_flag("--wait wants poll or notify, not '%s'", a);
 }
 
-static void set_standby(const char *a)
+/* A retired flag: what replaced it. */
+static void retired_standby(const char *a)
 {
-    struct rd_server parsed[RD_SERVERS_MAX];
-
-    if (rd_servers_parse(a, parsed, RD_SERVERS_MAX - 1) <= 0)
-        bad_flag("--redis-standby wants HOST:PORT,... (at most %d), not '%s'", RD_SERVERS_MAX - 1, a);
-    svc.redis_standby = a;
+    (void)a;
+    bad_flag("--redis-standby is retired: to follow a failover, run Redis under Sentinel and "
+             "give --sentinel H:P,H:P,H:P --sentinel-master NAME instead (see --help)");
 }
 
 /* Every flag, its argument and its setter. */
+enum { ARG_NONE, ARG_REQUIRED, ARG_ANY };   /* ARG_ANY: with or without one (a retired flag) */
 static const struct flag {
     const char *name;
     int has_arg;
     void (*set)(const char *arg);
 } flags[] = {
-    { .name = "port", .has_arg = 1, .set = set_port },
-    { .name = "bind", .has_arg = 1, .set = set_bind },
-    { .name = "redis", .has_arg = 1, .set = set_redis },
-    { .name = "lock", .has_arg = 1, .set = set_lock },
-    { .name = "ttl-ms", .has_arg = 1, .set = set_ttl },
-    { .name = "wait-ms", .has_arg = 1, .set = set_wait_ms },
-    { .name = "retry-ms", .has_arg = 1, .set = set_retry },
-    { .name = "faults", .has_arg = 0, .set = set_faults },
-    { .name = "name", .has_arg = 1, .set = set_name },
-    { .name = "max-conns", .has_arg = 1, .set = set_max_conns },
-    { .name = "wait", .has_arg = 1, .set = set_wait },
-    { .name = "combine", .has_arg = 1, .set = set_combine },
-    { .name = "workers", .has_arg = 1, .set = set_workers },
-    { .name = "lock-redis", .has_arg = 1, .set = set_masters },
-    { .name = "redis-standby", .has_arg = 1, .set = set_standby },
-    { .name = "replicas", .has_arg = 1, .set = set_replicas },
-    { .name = "redis-password-file", .has_arg = 1, .set = set_password_file },
-    { .name = "sentinel", .has_arg = 1, .set = set_sentinels },
-    { .name = "sentinel-master", .has_arg = 1, .set = set_sentinel_master },
-    { .name = "sentinel-password-file", .has_arg = 1, .set = set_sentinel_password_file },
-    { .name = "idempotency-ttl", .has_arg = 1, .set = set_idem_ttl },
-    { .name = "list-versions", .has_arg = 0, .set = list_versions_and_exit },
-    { .name = "help", .has_arg = 0, .set = help_and_exit },
+    { .name = "port", .has_arg = ARG_REQUIRED, .set = set_port },
+    { .name = "bind", .has_arg = ARG_REQUIRED, .set = set_bind },
+    { .name = "redis", .has_arg = ARG_REQUIRED, .set = set_redis },
+    { .name = "lock", .has_arg = ARG_REQUIRED, .set = set_lock },
+    { .name = "ttl-ms", .has_arg = ARG_REQUIRED, .set = set_ttl },
+    { .name = "wait-ms", .has_arg = ARG_REQUIRED, .set = set_wait_ms },
+    { .name = "retry-ms", .has_arg = ARG_REQUIRED, .set = set_retry },
+    { .name = "faults", .has_arg = ARG_NONE, .set = set_faults },
+    { .name = "name", .has_arg = ARG_REQUIRED, .set = set_name },
+    { .name = "max-conns", .has_arg = ARG_REQUIRED, .set = set_max_conns },
+    { .name = "wait", .has_arg = ARG_REQUIRED, .set = set_wait },
+    { .name = "combine", .has_arg = ARG_REQUIRED, .set = set_combine },
+    { .name = "workers", .has_arg = ARG_REQUIRED, .set = set_workers },
+    { .name = "lock-redis", .has_arg = ARG_REQUIRED, .set = set_masters },
+    { .name = "redis-standby", .has_arg = ARG_ANY, .set = retired_standby },
+    { .name = "replicas", .has_arg = ARG_REQUIRED, .set = set_replicas },
+    { .name = "redis-password-file", .has_arg = ARG_REQUIRED, .set = set_password_file },
+    { .name = "sentinel", .has_arg = ARG_REQUIRED, .set = set_sentinels },
+    { .name = "sentinel-master", .has_arg = ARG_REQUIRED, .set = set_sentinel_master },
+    { .name = "sentinel-password-file", .has_arg = ARG_REQUIRED, .set = set_sentinel_password_file },
+    { .name = "idempotency-ttl", .has_arg = ARG_REQUIRED, .set = set_idem_ttl },
+    { .name = "list-versions", .has_arg = ARG_NONE, .set = list_versions_and_exit },
+    { .name = "help", .has_arg = ARG_NONE, .set = help_and_exit },
 };
 enum { FLAGS = sizeof(flags) / sizeof(flags[0]) };
 
@@ -302,8 +299,6 @@ static void check_where(void)
 {
     if (svc.sentinels && redis_given)
         bad_flag("give --redis or --sentinel, not both");
-    if (svc.sentinels && svc.redis_standby)
-        bad_flag("--redis-standby follows a failover without Sentinel: not with --sentinel");
     if ((svc.sentinels == NULL) != (svc.sentinel_master == NULL))
         bad_flag("--sentinel and --sentinel-master go together");
     if (svc.sentinels)
@@ -335,7 +330,9 @@ void config_parse(int argc, char **argv)
 
     for (int i = 0; i < FLAGS; i++)
         opts[i] = (struct option){ .name = flags[i].name,
-                                   .has_arg = flags[i].has_arg ? required_argument : no_argument };
+                                   .has_arg = flags[i].has_arg == ARG_ANY ? optional_argument
+                                              : flags[i].has_arg == ARG_REQUIRED ? required_argument
+                                              : no_argument };
     opts[FLAGS] = (struct option){ 0 };
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, &index)) != -1) {

@@ -37,7 +37,7 @@ static int clients_create(void)
 {
     const char *password = svc.redis_password[0] ? svc.redis_password : NULL;
     struct rd_config redis = {
-        .host = svc.redis_host, .port = svc.redis_port, .standby = svc.redis_standby,
+        .host = svc.redis_host, .port = svc.redis_port,
         .sentinels = svc.sentinels, .sentinel_master = svc.sentinel_master,
         .sentinel_user = svc.sentinel_user,
         .sentinel_password = svc.sentinel_password[0] ? svc.sentinel_password : NULL,
@@ -163,12 +163,10 @@ int main(int argc, char **argv)
         clients_destroy();
         return 1;
     }
-    log_event("INFO", "listening on %s:%d, lock %s, wait %s, combine %d, redis %s%s%s, "
+    log_event("INFO", "listening on %s:%d, lock %s, wait %s, combine %d, redis %s, "
               "replicas %d, ttl %ld ms, wait limit %ld ms%s", svc.bind, svc.port, svc.version,
               svc.atomic ? "none" : lock_wait_name(svc_lock->cfg.wait), svc.combine,
-              svc.redis_label, svc.redis_standby ? " standby " : "",
-              svc.redis_standby ? svc.redis_standby : "", svc.replicas, svc.ttl_ms, svc.wait_ms,
-              svc.faults ? ", faults on" : "");
+              svc.redis_label, svc.replicas, svc.ttl_ms, svc.wait_ms, svc.faults ? ", faults on" : "");
 
     while (sigwait(&stop, &sig) != 0)
         ;

@@ -23,7 +23,6 @@ struct service_config {
     int combine;                 /* sales served under one grant, at most (1: off) */
     int workers;                 /* --combine: worker threads, at most */
     const char *lock_masters;    /* redlock's masters, "HOST:PORT,..." (argv; NULL: none) */
-    const char *redis_standby;   /* where the data Redis may be after a failover (NULL: none) */
     const char *sentinels;       /* --sentinel: ask these where the master is (NULL: none) */
     const char *sentinel_master; /* its name, as the sentinels know it */
     const char *sentinel_user;   /* from SENTINEL_USER (NULL: the default user) */

@@ -2,13 +2,15 @@
 # test_deploy.sh - deploy/up, status, stock and down on free loopback ports: sales through
 # nginx reach both instances, a second up restarts cleanly with the data kept (AOF), down
 # leaves no process behind, and a taken port, a missing binary or a failed start leave
-# nothing running.
+# nothing running; deploy/up --sentinel (a master, two replicas, three sentinels) sells
+# through nginx and comes down whole.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 
 RUN=$T_TMP/run
-trap 'deploy/down --run-dir "$RUN" --quiet >/dev/null 2>&1; t_cleanup' EXIT
+RUN4=$T_TMP/run4
+trap 'deploy/down --run-dir "$RUN" --quiet >/dev/null 2>&1; deploy/down --run-dir "$RUN4" --quiet >/dev/null 2>&1; t_cleanup' EXIT
 
 # procs_with STRING: pids of live processes whose command line contains STRING.
 procs_with() {
@@ -19,11 +21,11 @@ procs_with() {
     done
     true
 }
-# stack_pids: every pid the stack in $RUN recorded, and nginx's workers.
+# stack_pids [DIR]: every pid the stack in DIR (default $RUN) recorded, and nginx's workers.
 stack_pids() {
-    local f master
-    for f in "$RUN"/*.pid; do [ -f "$f" ] && head -n 1 "$f"; done
-    master=$(head -n 1 "$RUN/nginx.pid" 2>/dev/null) && ps -o pid= --ppid "$master" 2>/dev/null
+    local f master dir=${1:-$RUN}
+    for f in "$dir"/*.pid; do [ -f "$f" ] && head -n 1 "$f"; done
+    master=$(head -n 1 "$dir/nginx.pid" 2>/dev/null) && ps -o pid= --ppid "$master" 2>/dev/null
     true
 }
 none_running() { local p; for p in "$@"; do running "$p" && return 1; done; return 0; }
@@ -153,5 +155,45 @@ deploy/down --run-dir "$RUN" --quiet; deploy/down --run-dir "$RUN2" --quiet
 check "the Redis of another stack is left running by down" env PW_FILE="$RUN3/redis.pass" bash -c ". deploy/lib.sh; REDIS_PORT=$REDIS_P REDIS_PASSWORD_FILE=\$PW_FILE rcli ping | grep -q PONG"
 deploy/down --run-dir "$RUN3" --quiet
 check "all three down: nothing running" nothing_on "$NGINX_P" "$REDIS_P" "$B"
+
+# --- deploy/up --sentinel ---------------------------------------------------------------------
+# Its replicas and sentinels take the five ports after --redis-port: another draw if one is taken.
+for _ in 1 2 3; do
+    SRP=$(free_port)
+    deploy/up --run-dir "$RUN4" --sentinel --port "$NGINX_P" --redis-port "$SRP" \
+        --instance-ports "$A,$B" --lock v8 > "$T_TMP/up4" 2>&1; rc=$?
+    [ "$rc" = 3 ] || break
+done
+check_eq "up --sentinel: a master, two replicas, three sentinels, the instances and nginx" 0 "$rc"
+[ "$rc" = 0 ] || sed 's/^/    /' "$T_TMP/up4"
+check "  stock, through the sentinels' master" deploy/stock 5 --item sen --run-dir "$RUN4"
+check_eq "  a sale through nginx" 200 \
+    "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NGINX_P/inventory/sale?item=sen")"
+deploy/status --run-dir "$RUN4" > "$T_TMP/status4"; rc=$?
+check_eq "  status: everything runs" 0 "$rc"
+check "  status names the master" grep -q "master now: 127.0.0.1:$SRP " "$T_TMP/status4"
+check_eq "  status shows two replicas and three sentinels naming it" "2 3" \
+    "$(grep -c '^  replica .*replica of 127.0.0.1:'"$SRP" "$T_TMP/status4") $(grep -c "names 127.0.0.1:$SRP master" "$T_TMP/status4")"
+check "  the instances ask the sentinels, with their password by file" grep -q -- "--sentinel-password-file $RUN4/sentinel.pass" \
+    <(for p in $(stack_pids "$RUN4"); do tr '\0' ' ' < "/proc/$p/cmdline"; echo; done)
+check_eq "  the sentinels' password file and configuration: mode 600" "600 600" \
+    "$(stat -c %a "$RUN4/sentinel.pass" "$RUN4/sentinel-$((SRP + 3))/sentinel.conf" | paste -sd' ' -)"
+# After a failover, up again starts the master from the promoted replica's data.
+kill -9 "$(head -n 1 "$RUN4/redis.pid")"
+moved() { (. "$RUN4/stack.env"; at=$(current_master) && [ "${at##*:}" != "$SRP" ]); }
+check "the master killed: the sentinels promote a replica" wait_until 20 "" moved
+sold_one() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NGINX_P/inventory/sale?item=sen")" = 200 ]; }
+check "  a sale through nginx, on the promoted replica" wait_until 10 "" sold_one
+check "  up again: restarts" deploy/up --run-dir "$RUN4" --sentinel --port "$NGINX_P" --redis-port "$SRP" \
+    --instance-ports "$A,$B" --lock v8
+check_eq "  the master is back on its port with the promoted replica's data: stock 3, sold 2" \
+    "127.0.0.1:$SRP 3 2" "$(. "$RUN4/stack.env"; echo "$(current_master) $(rcli mget 'stock:{sen}' 'sold:{sen}' | paste -sd' ' -)")"
+pids=$(stack_pids "$RUN4")
+check_eq "  neither password in any process's argv" "" \
+    "$(for p in $pids; do tr '\0' ' ' < "/proc/$p/cmdline"; echo; done | grep -F -f "$RUN4/sentinel.pass" -f "$RUN4/redis.pass")"
+check_eq "  10 processes: redis, 2 replicas, 3 sentinels, 2 instances, nginx and its worker" 10 "$(echo $pids | wc -w)"
+check "down: stops it" deploy/down --run-dir "$RUN4" --quiet
+check "  every pid is gone" none_running $pids
+check "  nothing on its ports" nothing_on "$NGINX_P" "$A" "$B" $(seq "$SRP" $((SRP + 5)))
 
 t_report

@@ -1,92 +1,129 @@
 #!/usr/bin/env bash
-# test_failover.sh - The data Redis with a real asynchronous replica: instances follow a
-# failover to the promoted replica (--redis-standby) and skip a server that says it is a
-# replica; --replicas 1 makes a grant count only once the replica has it, so that after
-# a failover the promoted replica still knows who holds the lock; a grant the replica
-# cannot confirm is given back (503 lock_unavailable). The failover lesson itself (two
-# holders under v8) is the evolution's `failover` rows.
+# test_failover.sh - The data Redis under real Sentinel (a master, two asynchronous
+# replicas, three sentinels): an instance follows the sentinels' failover without a
+# restart; a server that says it is a replica is never written, even where the sentinels
+# name it; --replicas 1 makes a grant count only once a replica has it, so that after a
+# failover the promoted replica still knows who holds the lock; a grant no replica can
+# confirm is given back (503 lock_unavailable). The retired --redis-standby answers bad
+# usage naming --sentinel. The failover lesson itself (two holders under v8) is the
+# evolution's `failover` rows.
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
 
-counts() { cat "$@" | sort | uniq -c | awk '{ printf "%s x %s ", $2, $1 }'; }
 on() { local p=$1; shift; redis-cli -p "$p" "$@"; }
 state() { echo "$(on "$1" get "stock:{$2}") $(on "$1" get "sold:{$2}") $(on "$1" xlen "orders:{$2}")"; }
-# replica_of PORT MASTER: makes the Redis on PORT a replica of MASTER, waits for the link.
-replica_of() {
-    on "$2" config set repl-diskless-sync-delay 0 >/dev/null
-    on "$1" replicaof 127.0.0.1 "$2" >/dev/null
-    for _ in $(seq 100); do replica_acks 127.0.0.1 "$2" && return 0; sleep 0.05; done
-    return 1
-}
-tokens() { on "$1" xrange "orders:{$2}" - + | awk 'prev == "token" { print } { prev = $0 }' | paste -sd' ' -; }
+sale() { curl -s -m 20 -o "${2:-/dev/null}" -w '%{http_code}' "http://127.0.0.1:$1/inventory/sale?item=${3:-w}"; }
 
 # --- flags ---------------------------------------------------------------------------------
-timeout 5 build/inventory-service --redis-standby nocolon > /dev/null 2> "$T_TMP/bad"; rc=$?
-check_eq "--redis-standby without HOST:PORT: exit 2" 2 "$rc"
-check "  with a reason" grep -q -- "--redis-standby wants HOST:PORT" "$T_TMP/bad"
+for args in "--redis-standby 127.0.0.1:6380" "--redis-standby"; do
+    timeout 5 build/inventory-service $args > /dev/null 2> "$T_TMP/bad"; rc=$?
+    check_eq "the retired $args: exit 2" 2 "$rc"
+    check "  saying what replaced it (--sentinel)" grep -q -- "--redis-standby is retired.*--sentinel" "$T_TMP/bad"
+done
 timeout 5 build/inventory-service --replicas 17 > /dev/null 2>&1; rc=$?
 check_eq "--replicas 17: exit 2" 2 "$rc"
-check "--help explains --redis-standby and --replicas" \
-    sh -c "build/inventory-service --help | grep -q -- --redis-standby && build/inventory-service --help | grep -q -- --replicas"
+check "--help explains --replicas and --sentinel, no longer --redis-standby" \
+    sh -c "build/inventory-service --help > $T_TMP/help && grep -q -- --replicas $T_TMP/help &&
+           grep -q -- --sentinel-master $T_TMP/help && ! grep -q -- --redis-standby $T_TMP/help"
 
-start_redis || exit 1; M=$REDIS_PORT; M_PID=$REDIS_PID
-start_redis || exit 1; R=$REDIS_PORT
-replica_of "$R" "$M" || { echo "the replica did not link"; exit 1; }
+# --- a master, two replicas, three sentinels (quorum 2) ----------------------------------------
+fast=(--repl-diskless-sync-delay 0)    # a (re)connecting replica is served at once
+start_redis "${fast[@]}" || exit 1; M=$REDIS_PORT M_PID=$REDIS_PID
+start_redis --replicaof 127.0.0.1 "$M" "${fast[@]}" || exit 1; R1=$REDIS_PORT
+start_redis --replicaof 127.0.0.1 "$M" "${fast[@]}" || exit 1; R2=$REDIS_PORT
+SENTINEL_PORTS="" SENTINELS=""
+for _ in 1 2 3; do
+    port=$(free_port)
+    mkdir -p "$T_TMP/sentinel-$port"
+    cat > "$T_TMP/sentinel-$port/sentinel.conf" <<CONF
+port $port
+bind 127.0.0.1
+dir $T_TMP/sentinel-$port
+sentinel monitor shop 127.0.0.1 $M 2
+sentinel down-after-milliseconds shop 500
+sentinel failover-timeout shop 4000
+sentinel parallel-syncs shop 1
+CONF
+    redis-server "$T_TMP/sentinel-$port/sentinel.conf" --sentinel > "$T_TMP/sentinel-$port.log" 2>&1 &
+    T_PIDS="$T_PIDS $!"
+    SENTINEL_PORTS="$SENTINEL_PORTS $port"
+    SENTINELS="$SENTINELS${SENTINELS:+,}127.0.0.1:$port"
+done
+# ready PORT: the sentinel knows both replicas and the two other sentinels.
+ready() {
+    redis-cli -p "$1" sentinel master shop 2>/dev/null | awk '
+        prev == "num-slaves" { r = $0 } prev == "num-other-sentinels" { s = $0 } { prev = $0 }
+        END { exit !(r == 2 && s == 2) }'
+}
+named() { redis-cli -p "$1" sentinel get-master-addr-by-name "${2:-shop}" 2>/dev/null | paste -sd: -; }
+all_ready() { local p; for p in $SENTINEL_PORTS; do ready "$p" || return 1; done; }
+check "three sentinels see the master, both replicas and each other" wait_until 15 "" all_ready
+synced() { [ "$(printf 'SET p 1\nWAIT 2 200\n' | on "$M" | tail -n 1)" = 2 ]; }
+check "both replicas acknowledge writes" wait_until 10 "" synced
 
-# --- following the master ------------------------------------------------------------------
+# --- never a server that says it is a replica ---------------------------------------------
+# The sentinels are told to watch replica R1 as a master named "other": they name it, it
+# says it is a replica (ROLE); the instance must refuse it, not write there.
+for p in $SENTINEL_PORTS; do on "$p" sentinel monitor other 127.0.0.1 "$R1" 2 >/dev/null; done
+check_eq "the sentinels name the replica R1 as master \"other\"" "127.0.0.1:$R1" "$(named "${SENTINEL_PORTS##* }" other)"
+start_service K --sentinel "$SENTINELS" --sentinel-master other --lock v9 --name fo-replica || exit 1
 on "$M" set 'stock:{s}' 10 >/dev/null
-dead=$(free_port)
-start_service D --redis "127.0.0.1:$dead" --redis-standby "127.0.0.1:$M" --lock v9 --name fo-dead || exit 1
-check_eq "--redis down, the standby a master: the sale goes to the standby" 200 \
-    "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$D/inventory/sale?item=s")"
-check_eq "  stock 9 there" 9 "$(on "$M" get 'stock:{s}')"
-start_service K --redis "127.0.0.1:$R" --redis-standby "127.0.0.1:$M" --lock v9 --name fo-skip || exit 1
-check_eq "--redis a replica (ROLE), the standby the master: the sale goes to the master" 200 \
-    "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$K/inventory/sale?item=s")"
-check_eq "  stock 8 there" 8 "$(on "$M" get 'stock:{s}')"
+check_eq "a master the sentinels name but that says it is a replica: 503" 503 "$(sale "$K" "$T_TMP/k.json" s)"
+check "  redis_unavailable" jq -e '.error == "redis_unavailable"' "$T_TMP/k.json"
+check "  a clear log line: it says it is a replica" grep -q "says it is a replica" "$T_TMP/svc-$K.log"
+check "  no write reached it (no READONLY refusal in its stats)" \
+    sh -c "! redis-cli -p $R1 info errorstats | grep -q READONLY"
+for p in $SENTINEL_PORTS; do on "$p" sentinel remove other >/dev/null; done
 
 # --- --replicas 1: a failover that keeps the holder ----------------------------------------
-# A holds (3 s of work on a 2 s lease, renewed); the master dies; the replica is promoted
-# and a new replica attached (the old master's part); B's sale must wait for A, A's write
-# lands, and B's token is greater than A's.
+# R2 is cut off (pointed at a port where nothing answers) before A's grant: only R1 can
+# acknowledge it, and R1 has more of the master's stream, so the sentinels promote R1.
+# A holds (5 s of work on a 10 s lease, renewed); the master dies; B's sale must wait for
+# A, A's write lands, and B's token is greater than A's.
 on "$M" set 'stock:{w}' 20 >/dev/null
-flags=(--redis "127.0.0.1:$M" --redis-standby "127.0.0.1:$R" --lock v9 --replicas 1 --ttl-ms 2000
-       --wait-ms 10000 --faults)
+flags=(--sentinel "$SENTINELS" --sentinel-master shop --lock v9 --replicas 1 --ttl-ms 10000
+       --wait-ms 15000 --faults)
 start_service A "${flags[@]}" --name fo-a || exit 1
 start_service B "${flags[@]}" --name fo-b || exit 1
-check_eq "v9 --replicas 1, the replica linked: a sale" 200 \
-    "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$A/inventory/sale?item=w")"
+check_eq "v9 --replicas 1 on Sentinel, both replicas linked: a sale" 200 "$(sale "$A")"
+dead=$(free_port)
+on "$R2" replicaof 127.0.0.1 "$dead" >/dev/null
 a0=$(date +%s%N)
-curl -s -o "$T_TMP/a.json" "http://127.0.0.1:$A/inventory/sale?item=w&work_ms=3000" &
+curl -s -o "$T_TMP/a.json" "http://127.0.0.1:$A/inventory/sale?item=w&work_ms=5000" &
 apid=$!
 for _ in $(seq 100); do [ "$(on "$M" exists 'lock:{w}')" = 1 ] && break; sleep 0.02; done
 sleep 0.4
-check_eq "  A holds: its grant is on the replica" 1 "$(on "$R" exists 'lock:{w}')"
-check "  the grants waited for it (WAIT in the master's command stats)" \
+check_eq "  A holds: its grant is on R1, not on the cut-off R2" "1 0" \
+    "$(on "$R1" exists 'lock:{w}') $(on "$R2" exists 'lock:{w}')"
+check "  the grants waited for a replica (WAIT in the master's command stats)" \
     sh -c "redis-cli -p $M info commandstats | grep -q '^cmdstat_wait:calls=[1-9]'"
 kill -9 "$M_PID"; wait "$M_PID" 2>/dev/null
-on "$R" replicaof no one >/dev/null
-start_redis || exit 1; N=$REDIS_PORT
-replica_of "$N" "$R" || echo "the new replica did not link"
-code=$(curl -s -o "$T_TMP/b.json" -w '%{http_code}' "http://127.0.0.1:$B/inventory/sale?item=w")
+killed=$(date +%s%N)
+promoted() { local p; for p in $SENTINEL_PORTS; do [ "$(named "$p")" = "127.0.0.1:$R1" ] || return 1; done; }
+check "  the master killed: the sentinels promote R1 (the replica that has the grant)" wait_until 20 "" promoted
+echo "    promoted $(( ($(date +%s%N) - killed) / 1000000 )) ms after the kill"
+check_eq "  R1 says it is the master" master "$(on "$R1" role | head -n 1)"
+code=$(sale "$B" "$T_TMP/b.json")
 waited=$(( ($(date +%s%N) - a0) / 1000000 ))
 wait "$apid"
-check "  master killed, replica promoted: A's sale sold, its lease never lost" \
-    jq -e '.ok == true and (.lease_lost | not)' "$T_TMP/a.json"
-check_eq "  B sold" 200 "$code"
-check "  B's sale ended ${waited} ms after A began its 3 s of work: the promoted replica knew A held the lock" \
-    test "$waited" -ge 3000
+check "  A's sale sold, its lease never lost" jq -e '.ok == true and (.lease_lost | not)' "$T_TMP/a.json"
+check_eq "  B sold, on an instance that followed the failover (not restarted)" 200 "$code"
+check "  B's sale ended ${waited} ms after A began its 5 s of work: the promoted replica knew A held the lock" \
+    test "$waited" -ge 5000
 ta=$(jq -r .token "$T_TMP/a.json"); tb=$(jq -r .token "$T_TMP/b.json")
 check "  B's token ($tb) greater than A's ($ta): the counter did not go back" test "$tb" -gt "$ta"
-check_eq "  stock 17, sold 3, ledger 3 on the promoted replica" "17 3 3" "$(state "$R" w)"
+check_eq "  stock 17, sold 3, ledger 3 on the promoted replica" "17 3 3" "$(state "$R1" w)"
 
-# --- --replicas 1, the replica cut off: the grant does not count ---------------------------
-on "$N" replicaof 127.0.0.1 "$dead" >/dev/null
+# --- --replicas 1, no replica to confirm: the grant does not count -------------------------
+# R2 follows R1 once the failover reconfigured it; cut it off again: no replica left.
+follows_r1() { on "$R2" role | sed -n 3p | grep -qx "$R1"; }
+check "the other replica follows the new master (the sentinels reconfigured it)" wait_until 10 "" follows_r1
+on "$R2" replicaof 127.0.0.1 "$dead" >/dev/null
 code=$(curl -s -D "$T_TMP/h" -o "$T_TMP/c.json" -w '%{http_code}' "http://127.0.0.1:$B/inventory/sale?item=w")
 check_eq "the replica cut off: 503" 503 "$code"
 check "  lock_unavailable" jq -e '.error == "lock_unavailable"' "$T_TMP/c.json"
 check "  with Retry-After" grep -qi '^Retry-After:' "$T_TMP/h"
-check_eq "  nothing sold, the grant given back" "17 3 3 0" "$(state "$R" w) $(on "$R" exists 'lock:{w}')"
+check_eq "  nothing sold, the grant given back" "17 3 3 0" "$(state "$R1" w) $(on "$R1" exists 'lock:{w}')"
 
 t_report

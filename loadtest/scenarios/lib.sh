@@ -3,8 +3,9 @@
 # the stock set. A scenario lives in loadtest/scenarios/NAME.sh, named after the flaw it
 # shows (a variant, such as failover-wait, in the file of the scenario it varies). Its file
 # defines scenario_NAME, which plays it, and defaults_NAME, the words loadtest/run reads
-# for its stack: ttl=MS (lease), wait=MS (wait limit), stock=N, fsync=MODE, replica (an
-# asynchronous replica), replicas=N; the run's own flags win. Every scenario:
+# for its stack: ttl=MS (lease), wait=MS (wait limit), stock=N, fsync=MODE, sentinel (the
+# data Redis under Sentinel: deploy/up --sentinel, two asynchronous replicas, three
+# sentinels), replicas=N; the run's own flags win. Every scenario:
 #   - drives sales with curl (exact choreography) and wrk (background load),
 #   - appends each HTTP status it got to "$SCN_DIR/codes" (wrk's JSON line goes to
 #     $SCN_DIR/wrk-NAME.out),
@@ -17,8 +18,10 @@
 #
 # Inputs (set by loadtest/run, most from stack.env): ITEM, STOCK, NGINX_PORT, REDIS_HOST,
 # REDIS_PORT, FSYNC, RUN_DIR, INSTANCE_PORTS and INSTANCE_PIDS (space-separated, same
-# order), TTL_MS, SCN_DIR. From deploy/lib.sh: rcli, wait_until, metric_sum, free_port,
-# redis_start, redis_pings, replica_acks; from loadtest/run: now_ms.
+# order), TTL_MS, SCN_DIR; under Sentinel also REPLICA_PORTS, SENTINEL_PORTS,
+# SENTINEL_MASTER, SENTINEL_FAILOVER_TIMEOUT_MS. From deploy/lib.sh: rcli (under Sentinel:
+# to the master now), current_master, sentinel_names, role_of, wait_until, metric_sum,
+# free_port, redis_start, redis_pings, replica_acks; from loadtest/run: now_ms.
 
 lock_key() { echo "lock:{$ITEM}"; }
 # port_of N, pid_of N: the Nth instance's port and pid (1-based).
@@ -85,3 +88,46 @@ master_pid() { echo "$MASTER_PIDS" | awk -v n="$1" '{ print $n }'; }
 master_port() { echo "$MASTER_PORTS" | awk -v n="$1" '{ print $n }'; }
 # kill_master N: kill -9 the Nth master.
 kill_master() { kill -9 "$(master_pid "$1")" 2>/dev/null; }
+
+# --- the data Redis under Sentinel (deploy/up --sentinel) -----------------------------------
+# Its servers are known by port: REDIS_PORT (the first master: RUN_DIR/redis, redis.pid)
+# and REPLICA_PORTS (RUN_DIR/replica-PORT, replica-PORT.pid); which of them is master
+# changes with each failover: current_master (deploy/lib.sh) says which is now.
+
+# data_pidfile PORT, data_dir PORT, data_log PORT: the files of the data server on PORT.
+data_pidfile() { [ "$1" = "$REDIS_PORT" ] && echo "$RUN_DIR/redis.pid" || echo "$RUN_DIR/replica-$1.pid"; }
+data_dir() { [ "$1" = "$REDIS_PORT" ] && echo "$RUN_DIR/redis" || echo "$RUN_DIR/replica-$1"; }
+data_log() { [ "$1" = "$REDIS_PORT" ] && echo "$RUN_DIR/redis.log" || echo "$RUN_DIR/replica-$1.log"; }
+# kill_data_server PORT: kill -9 the data server on PORT (by its pid file, if still ours).
+kill_data_server() {
+    local pid; pid=$(head -n 1 "$(data_pidfile "$1")")
+    is_ours "$pid" redis-server ":$1 " && kill -9 "$pid"
+}
+# restart_as_replica PORT HOST:PORT: the data server on PORT again, from its own files, as a
+# replica of the master at HOST:PORT: it says so (ROLE) from its first moment, so no
+# instance ever writes to it. Its pid file is rewritten; true once it answers.
+restart_as_replica() {
+    redis_start "$1" "$REDIS_HOST" "$FSYNC" "$(data_dir "$1")" "$(data_log "$1")" \
+        "$(data_pidfile "$1")" --replicaof "${2%:*}" "${2##*:}" --repl-diskless-sync-delay 0
+    wait_until 10 "$REDIS_STARTED_PID" redis_pings "$1"
+}
+# sentinels_agree: every sentinel names the same master; prints it (HOST:PORT).
+sentinels_agree() {
+    local p at first=""
+    for p in $SENTINEL_PORTS; do
+        at=$(sentinel_names "$p") || return 1
+        [ -z "$first" ] || [ "$at" = "$first" ] || return 1
+        first=$at
+    done
+    echo "$first"
+}
+# promoted_from HOST:PORT: true once every sentinel names another master than HOST:PORT and
+# that server says it is a master: the failover is over (+switch-master sent).
+promoted_from() {
+    local at
+    at=$(sentinels_agree) && [ "$at" != "$1" ] && [ "$(role_of "$at")" = master ]
+}
+# linked_to_master PORT: the replica on PORT has its master link up.
+linked_to_master() {
+    rcli -p "$1" info replication 2>/dev/null | tr -d '\r' | grep -qx 'master_link_status:up'
+}

@@ -28,8 +28,7 @@ struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_erro
         lock_fail(err, LOCK_E_NOMEM, "out of memory");
         return NULL;
     }
-    rc->locator = cfg->sentinels ? &rd_sentinel_locator
-                  : cfg->standby ? &rd_standby_locator : &rd_single_locator;
+    rc->locator = cfg->sentinels ? &rd_sentinel_locator : &rd_single_locator;
     rc->host = strdup(cfg->host ? cfg->host : "127.0.0.1");
     rc->port = cfg->port ? cfg->port : 6379;
     rc->user = cfg->user ? strdup(cfg->user) : NULL;

@@ -149,11 +149,11 @@ int rd_conn_is_master(struct rd_conn *cn)
     return yes;
 }
 
-/* The server closed this idle connection (it died or restarted; with standbys, the
+/* The server closed this idle connection (it died or restarted; with Sentinel, the
  * master may have moved): it is replaced before use, so that a Redis restart costs no
  * sale an error, as clients that follow a failover do. One poll, no wait; asked only of
  * a connection idle for IDLE_CHECK_MS (a restart takes longer than that), or of every
- * use when there are standbys to follow. */
+ * use when there is a failover to follow (Sentinel). */
 enum { IDLE_CHECK_MS = 100 };
 
 static int closed_by_server(const redisContext *c)

@@ -22,7 +22,7 @@ enum { RD_SCRIPTS_KNOWN = 16 };
 
 struct rd_client {
     const struct rd_locator *locator;
-    void *locator_state;          /* the locator's own (standby: the parsed list) */
+    void *locator_state;          /* the locator's own (sentinel: struct sentinel) */
     char *host;
     int port;
     char *user, *password;
@@ -38,7 +38,7 @@ struct rd_client {
 };
 
 /* locate.c and sentinel.c: the locators. */
-extern const struct rd_locator rd_single_locator, rd_standby_locator, rd_sentinel_locator;
+extern const struct rd_locator rd_single_locator, rd_sentinel_locator;
 
 
 /* reply.c: the reply reader's functions, making struct rd_reply (error replies typed). */

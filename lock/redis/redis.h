@@ -15,9 +15,8 @@
  * (NOSCRIPT, READONLY, MOVED, ...), a broken or silent connection by what hiredis saw.
  *
  * Where a key's server is: a table of operations (struct rd_locator, as redis's
- * ConnectionType reaches every transport through one table): one address; an address
- * and its standbys (the first that says it is a master); or Redis Sentinel (ask the
- * sentinels, confirm with ROLE, follow +switch-master). Cluster routing plugs in there,
+ * ConnectionType reaches every transport through one table): one address, or Redis
+ * Sentinel (ask the sentinels, confirm with ROLE, follow +switch-master). Cluster routing plugs in there,
  * and nowhere else.
  */
 #ifndef LOCK_REDIS_H
@@ -88,8 +87,6 @@ struct rd_locator;
 struct rd_config {
     const char *host;           /* the server (or the first of a deployment) */
     int port;
-    const char *standby;        /* "HOST:PORT,...": where the master may be after a
-                                   failover; NULL: none (the address alone) */
     const char *sentinels;      /* "HOST:PORT,...": ask these sentinels where the master
                                    named sentinel_master is, and follow its moves (host
                                    and port are then unused); NULL: none */
@@ -106,13 +103,13 @@ struct rd_config {
     void *state_arg;
 };
 
-/* NULL with err filled when cfg cannot be used (a bad standby list, out of memory).
+/* NULL with err filled when cfg cannot be used (a bad sentinel list, out of memory).
  * Connects lazily: a server that is down now is not an error here. */
 struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_error *err);
 /* Frees the client and the calling thread's connection. Call it once every other thread
  * that used the client has exited (their connections are freed as each exits). */
 void rd_client_destroy(struct rd_client *rc);
-/* The way this client finds its server: "single", "standby" or "sentinel". */
+/* The way this client finds its server: "single" or "sentinel". */
 const char *rd_client_locator(const struct rd_client *rc);
 /* Connections dropped after an error (the next use connects again), since creation. */
 long long rd_client_drops(const struct rd_client *rc);
@@ -179,7 +176,7 @@ int rd_fanout(struct rd_client *const *rcs, int n, struct rd_batch *b, struct rd
 /* --- a connection of the caller's own (a subscriber's) --- */
 
 struct rd_conn;
-/* A new connection to the client's server (the master, with standbys), not shared with
+/* A new connection to the client's server (the master, with Sentinel), not shared with
  * any thread's; NULL with err filled. */
 struct rd_conn *rd_conn_open(struct rd_client *rc, struct lock_error *err);
 /* Sends one command and reads its reply (rd_call's contract); timeout_ms 0: block. */
@@ -195,10 +192,10 @@ void rd_conn_close(struct rd_conn *cn);
 
 /* --- where a key's server is --- */
 
-/* One way of finding the server that serves a key, as a table of operations (conn.c
- * has "single" and "standby"; rd_client_create picks one from rd_config). A locator
- * keeps its own state in the client. Sentinel (ask, confirm with ROLE, follow
- * +switch-master) and Cluster (slot map, MOVED/ASK) are the next two tables. */
+/* One way of finding the server that serves a key, as a table of operations (locate.c
+ * has "single", sentinel.c "sentinel": ask, confirm with ROLE, follow +switch-master;
+ * rd_client_create picks one from rd_config). A locator keeps its own state in the
+ * client. Cluster (slot map, MOVED/ASK) is the next table. */
 struct rd_locator {
     const char *name;
     int (*init)(struct rd_client *rc, const struct rd_config *cfg, struct lock_error *err);
