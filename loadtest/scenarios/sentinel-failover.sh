@@ -1,0 +1,108 @@
+# sentinel-failover.sh - The master killed -9 mid-load under Sentinel: how long no sale goes
+# through, and what the failover lost, from the history of every sale.
+#
+# The stack: deploy/up --sentinel (a master, two asynchronous replicas, three sentinels,
+# quorum 2, down after 500 ms). Load through nginx by build/sale-load (keep-alive
+# connections, CONNS of them, SECS seconds), every answer recorded with the load host's
+# monotonic times (--history). One more sale works a whole second inside the lock,
+# started just before the kill: a lock is certainly held when the master dies. A third of
+# the way in, the master is killed -9; the sentinels promote a replica; the old master
+# comes back from its files as the new master's replica; the load goes on to its end.
+# Then loadtest/check-history checks the history against the stock left on the master now.
+# Reported: the checker's verdict; acknowledged sales lost (200s beyond what the stock
+# says was sold); stock sold twice (200s sharing a remaining); the longest time with no
+# sale; the failover's own time (kill to the promotion seen by polling the sentinels);
+# the first sale after the promotion; answers by status.
+# Verdict: the flaw when the history is impossible (the checker's exit 1), when no sale
+# went through within a second of the promotion (a stall: before issue 19, a lock held at
+# the crash stayed for its lease, renewed by its own thread), or when two sales were inside
+# the critical section at once (the probe, once the ghost of the sale inside at the kill,
+# which never left it, is removed from the promoted replica).
+# Rows in loadtest/evolution: v8, v9 and atomic. (now_ms is loadtest/run's.)
+
+# A lease as in production (30 s: a stall would show whole); a stock the run cannot sell.
+defaults_sentinel_failover="ttl=30000 wait=10000 stock=1000000 sentinel"
+
+# mono_offset_ns: realtime minus monotonic, in ns, on this host: date +%s%N minus it is the
+# load client's clock (CLOCK_MONOTONIC).
+mono_offset_ns() { python3 -c 'import time; print(time.time_ns() - time.monotonic_ns())'; }
+mono_now_ns() { echo $(( $(date +%s%N) - MONO_OFFSET )); }
+
+# history_report FILE KILL_NS: prints "sales gap_ms gap_from_ms first_after_ms sold_twice"
+# from the history: the 200s, the longest time with no 200 answered (between the load's
+# start and its end), where it began (ms after the kill, negative before), the first 200
+# sent after the kill (ms from the kill to its answer; -1: none), and the 200s that share
+# their remaining with another (a unit sold twice).
+history_report() {
+    jq -rs --argjson kill "$2" '
+        (map(.start_ns) | min) as $t0 | (map(.end_ns) | max) as $t1
+        | map(select(.status == 200)) as $ok
+        | ([$t0] + ($ok | map(.end_ns) | sort) + [$t1]) as $t
+        | ([range(1; $t | length) | {gap: ($t[.] - $t[. - 1]), from: $t[. - 1]}]
+           | max_by(.gap)) as $g
+        | ([$ok[] | select(.start_ns >= $kill) | .end_ns] | min) as $first
+        | ($ok | group_by(.remaining) | map(select(length > 1) | length - 1) | add // 0) as $twice
+        | "\($ok | length) \(($g.gap / 1e6) | floor) \((($g.from - $kill) / 1e6) | floor) \(if $first then (($first - $kill) / 1e6 | floor) else -1 end) \($twice)"
+    ' "$1"
+}
+
+scenario_sentinel_failover() {
+    local hist=$SCN_DIR/history.jsonl secs=${SECS:-10} conns=${CONNS:-16} old kill_at promoted new
+    local load_pid work_pid kill_ns prom_ns final report verdict lost check_out before ghosts
+    local at_clean failover_ms overlaps
+    [ -n "${SENTINEL_PORTS:-}" ] || { SCN_OBSERVED="no sentinels in this stack (deploy/up --sentinel)"; return 1; }
+    [ -x "$ROOT/build/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
+    MONO_OFFSET=$(mono_offset_ns)
+    old=$(current_master) || { SCN_OBSERVED="the sentinels name no master"; return 1; }
+    "$ROOT/build/sale-load" --url "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$ITEM&work_ms=1" \
+        -c "$conns" -d "$secs" --history "$hist" > "$SCN_DIR/load.out" 2>&1 &
+    load_pid=$!
+    kill_at=$(awk -v s="$secs" 'BEGIN { printf "%.2f", s / 3 }')
+    sleep "$kill_at"
+    # A sale working a second inside the lock (straight to an instance: its answer is its own).
+    curl -s -o "$SCN_DIR/work.json" -m 30 -w '%{http_code}\n' \
+        "http://127.0.0.1:$(port_of 1)/inventory/sale?item=$ITEM&work_ms=1000" > "$SCN_DIR/work.code" &
+    work_pid=$!
+    wait_until 2 "" lock_held
+    sleep 0.2
+    before=$(rcli get "overlaps:{$ITEM}")
+    kill_ns=$(mono_now_ns)
+    kill_data_server "${old##*:}" || { SCN_OBSERVED="could not kill the master ${old}"; return 1; }
+    # The sales inside the critical section at the kill never leave the overlap probe (their
+    # SREM went nowhere), and the replicas have them: read them there before a promotion.
+    ghosts=$(for p in $REPLICA_PORTS; do rcli -p "$p" smembers "probe:{$ITEM}"; done | sort -u)
+    wait_until 30 "" promoted_from "$old" || { SCN_OBSERVED="the sentinels promoted no replica within 30 s"; return 1; }
+    prom_ns=$(mono_now_ns)
+    new=$(current_master)
+    # Removed at once; the overlaps counted until then (every entry saw a ghost) are set apart.
+    at_clean=$(rcli eval "for _, m in ipairs(ARGV) do redis.call('srem', KEYS[1], m) end
+        return tonumber(redis.call('get', KEYS[2]) or '0')" 2 "probe:{$ITEM}" "overlaps:{$ITEM}" $ghosts)
+    restart_as_replica "${old##*:}" "$new" || { SCN_OBSERVED="the old master did not come back as a replica"; return 1; }
+    wait "$work_pid"
+    wait "$load_pid" || { SCN_OBSERVED="sale-load failed: $(tail -n 3 "$SCN_DIR/load.out")"; return 1; }
+    # Its summary in the fields loadtest/run sums (wrk's).
+    grep '^{' "$SCN_DIR/load.out" | tail -n 1 | jq -c '{requests, ok: (.by_status["200"] // 0),
+        sold_out: (.by_status["409"] // 0), unavailable: (.by_status["503"] // 0),
+        lock_timeout: (.by_error.lock_timeout // 0),
+        other: (.requests - (.by_status["200"] // 0) - (.by_status["409"] // 0) - (.by_status["503"] // 0) - .no_answer),
+        socket_errors: .no_answer, timeouts: 0}' > "$SCN_DIR/wrk-load.out"
+    cat "$SCN_DIR/work.code" >> "$SCN_DIR/codes"
+    final=$(rcli get "stock:{$ITEM}")
+    check_out=$("$LOADTEST_DIR/check-history" "$hist" --stock "$STOCK" --final "$final" 2>&1)
+    case $? in
+    0) verdict="possible" ;;
+    1) verdict="IMPOSSIBLE: $(echo "$check_out" | head -n 1)" ;;
+    *) SCN_OBSERVED="check-history could not read the history: $check_out"; return 1 ;;
+    esac
+    report=$(history_report "$hist" "$kill_ns")
+    set -- $report       # sales gap_ms gap_from_ms first_after_kill_ms sold_twice
+    lost=$(( $1 - (STOCK - final) )); [ "$lost" -gt 0 ] || lost=0
+    failover_ms=$(( (prom_ns - kill_ns) / 1000000 ))
+    overlaps=$(( $(rcli get "overlaps:{$ITEM}") - at_clean + ${before:-0} ))
+    SCN_FLAW=0
+    case $verdict in possible) ;; *) SCN_FLAW=1 ;; esac
+    # A stall: no sale within a second of the promotion (as the sentinels' answers show it).
+    [ "$4" -ge 0 ] && [ "$4" -le $(( failover_ms + 1000 )) ] || SCN_FLAW=1
+    [ "$overlaps" -le 0 ] || SCN_FLAW=1
+    SCN_OBSERVED="master ${old##*:} killed mid-load (16 keep-alive connections; a sale working in the lock answered $(cat "$SCN_DIR/work.code")); the sentinels named ${new##*:} $failover_ms ms later; first sale $4 ms after the kill ($(( $4 - failover_ms )) ms after the promotion was seen); longest with no sale $2 ms (from $3 ms after the kill); history $verdict; acknowledged sales lost $lost; sold twice $5; overlaps $overlaps (besides $(( at_clean - ${before:-0} )) against the crash's ghost); answers $(jq -r '[.by_status | to_entries[] | "\(.key) x \(.value)"] | join(", ")' < <(grep '^{' "$SCN_DIR/load.out" | tail -n 1)), no answer $(grep '^{' "$SCN_DIR/load.out" | tail -n 1 | jq .no_answer)"
+}
