@@ -1,6 +1,6 @@
 # Makefile - build, test, demo and install the inventory service and its lock library.
 #
-#   make                  build build/inventory-service
+#   make                  build build/inventory-service (and the test and load tools)
 #   make test             install what is missing, build, run every test
 #   make demo             install what is missing, build, run the evolution on a local stack
 #   make bench            install what is missing, build, run loadtest/bench (speed, side by side)
@@ -42,7 +42,8 @@ HEADERS     := $(wildcard lock/*.h lock/redis/*.h service/*.h loadtest/*.h tests
                build/lua_scripts.h build/script_args.h
 
 .PHONY: all test demo bench fuzz model deps install clean
-all: build/inventory-service build/test_lock build/test_redis $(if $(wildcard loadtest/report.c),build/evolution-report)
+all: build/inventory-service build/test_lock build/test_redis $(if $(wildcard loadtest/report.c),build/evolution-report) \
+     $(if $(wildcard loadtest/load.c),build/sale-load)
 
 # Rebuild everything when the flags change (a sanitizer build after a plain one).
 build/.flags: FORCE
@@ -82,6 +83,10 @@ fuzz: deps build/fuzz_parse
 	build/fuzz_parse -max_total_time=$(FUZZ_SECONDS) build/fuzz_corpus tests/fuzz_corpus
 
 build/evolution-report: build/loadtest/report.o
+	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
+
+# The load client that records a sale history (loadtest/load.c says why wrk cannot).
+build/sale-load: build/loadtest/load.o
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 deps:
