@@ -2,22 +2,29 @@
 # through, and what the failover lost, from the history of every sale.
 #
 # The stack: deploy/up --sentinel (a master, two asynchronous replicas, three sentinels,
-# quorum 2, down after 500 ms). Load through nginx by build/sale-load (keep-alive
-# connections, CONNS of them, SECS seconds), every answer recorded with the load host's
-# monotonic times (--history). One more sale works a whole second inside the lock,
-# started just before the kill: a lock is certainly held when the master dies. A third of
-# the way in, the master is killed -9; the sentinels promote a replica; the old master
-# comes back from its files as the new master's replica; the load goes on to its end.
+# quorum 2, down after 500 ms). Load through nginx by build/sale-load (16 keep-alive
+# connections, SECS seconds, each sale 1 ms of work inside the lock), every answer
+# recorded with the load host's monotonic times (--history). A third of the way in, one
+# sale of a second item (I-held) starts working a whole second inside its lock, and the
+# master is killed -9 once that lock is taken: a lock is certainly held when the master
+# dies. The sentinels promote a replica; the held item is sold again until one sale goes
+# through; the old master comes back from its files as the new master's replica; the load
+# goes on to its end.
 # Then loadtest/check-history checks the history against the stock left on the master now.
 # Reported: the checker's verdict; acknowledged sales lost (200s beyond what the stock
 # says was sold); stock sold twice (200s sharing a remaining); the longest time with no
 # sale; the failover's own time (kill to the promotion seen by polling the sentinels);
-# the first sale after the promotion; answers by status.
-# Verdict: the flaw when the history is impossible (the checker's exit 1), when no sale
-# went through within a second of the promotion (a stall: before issue 19, a lock held at
-# the crash stayed for its lease, renewed by its own thread), or when two sales were inside
-# the critical section at once (the probe, once the ghost of the sale inside at the kill,
-# which never left it, is removed from the promoted replica).
+# the first sale after the kill, of each item; answers by status.
+# Verdict: the flaw when no sale went through within a second of the promotion (a stall:
+# before issue 19, a lock held at the crash stayed for its lease, renewed by its own
+# thread), or when two sales were inside the critical section at once (the probe, once the
+# ghost of the sale inside at the kill, which never left it, is removed from the promoted
+# replica). The checker's verdict is reported, not judged: a replica promoted after an
+# asynchronous copy may lack the last sales the master acknowledged, whatever the lock
+# (the faster the sales, the more: a few of the atomic sale's 15,000 a second, seldom one
+# of v8's 500), and sells those units again; the checker counts them (acknowledged sales
+# lost, sold twice). Only a grant confirmed by WAIT (--replicas) is safe from it, and the
+# sale's own write is not.
 # Rows in loadtest/evolution: v8, v9 and atomic. (now_ms is loadtest/run's.)
 
 # A lease as in production (30 s: a stall would show whole); a stock the run cannot sell.
@@ -46,24 +53,43 @@ history_report() {
     ' "$1"
 }
 
+# held_sale: one sale of the held item through nginx; prints its status.
+held_sale() { curl -s -o /dev/null -m 15 -w '%{http_code}' "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$HELD"; }
+# first_held_sale_ms T0_NS: sells the held item until one is sold (30 s at most); prints
+# the ms from T0_NS (monotonic) to that answer, or -1.
+first_held_sale_ms() {
+    local end=$(( $(date +%s) + 30 ))
+    while [ "$(date +%s)" -lt "$end" ]; do
+        [ "$(held_sale)" = 200 ] && { echo $(( ($(mono_now_ns) - $1) / 1000000 )); return; }
+        sleep 0.02
+    done
+    echo -1
+}
+
 scenario_sentinel_failover() {
-    local hist=$SCN_DIR/history.jsonl secs=${SECS:-10} conns=${CONNS:-16} old kill_at promoted new
-    local load_pid work_pid kill_ns prom_ns final report verdict lost check_out before ghosts
-    local at_clean failover_ms overlaps
+    local hist=$SCN_DIR/history.jsonl secs=${SECS:-10} old kill_at new work="" load_pid work_pid
+    local kill_ns prom_ns final verdict lost check_out before ghosts at_clean failover_ms overlaps held_ms
+    HELD="$ITEM-held"
     [ -n "${SENTINEL_PORTS:-}" ] || { SCN_OBSERVED="no sentinels in this stack (deploy/up --sentinel)"; return 1; }
     [ -x "$ROOT/build/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
     MONO_OFFSET=$(mono_offset_ns)
     old=$(current_master) || { SCN_OBSERVED="the sentinels name no master"; return 1; }
-    "$ROOT/build/sale-load" --url "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$ITEM&work_ms=1" \
-        -c "$conns" -d "$secs" --history "$hist" > "$SCN_DIR/load.out" 2>&1 &
+    rcli set "stock:{$HELD}" 1000 >/dev/null
+    # Work inside the lock (1 ms a sale, so that one is inside at the kill), where the
+    # instances take work (the atomic sale has no room for it: 400).
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$HELD&work_ms=1")" = 400 ] ||
+        work="&work_ms=1"
+    "$ROOT/build/sale-load" --url "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$ITEM$work" \
+        -c 16 -d "$secs" --history "$hist" > "$SCN_DIR/load.out" 2>&1 &
     load_pid=$!
     kill_at=$(awk -v s="$secs" 'BEGIN { printf "%.2f", s / 3 }')
     sleep "$kill_at"
-    # A sale working a second inside the lock (straight to an instance: its answer is its own).
+    # The held item: one sale working a second inside its lock when the master dies.
     curl -s -o "$SCN_DIR/work.json" -m 30 -w '%{http_code}\n' \
-        "http://127.0.0.1:$(port_of 1)/inventory/sale?item=$ITEM&work_ms=1000" > "$SCN_DIR/work.code" &
+        "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$HELD${work:+&work_ms=1000}" > "$SCN_DIR/work.code" &
     work_pid=$!
-    wait_until 2 "" lock_held
+    [ -z "$work" ] || wait_until 3 "" sh -c "[ \"\$(REDISCLI_AUTH=\$(cat '$REDIS_PASSWORD_FILE') redis-cli -h '${old%:*}' -p '${old##*:}' exists 'lock:{$HELD}')\" = 1 ]" ||
+        { SCN_OBSERVED="the held item's sale never took its lock"; return 1; }
     sleep 0.2
     before=$(rcli get "overlaps:{$ITEM}")
     kill_ns=$(mono_now_ns)
@@ -77,8 +103,9 @@ scenario_sentinel_failover() {
     # Removed at once; the overlaps counted until then (every entry saw a ghost) are set apart.
     at_clean=$(rcli eval "for _, m in ipairs(ARGV) do redis.call('srem', KEYS[1], m) end
         return tonumber(redis.call('get', KEYS[2]) or '0')" 2 "probe:{$ITEM}" "overlaps:{$ITEM}" $ghosts)
-    restart_as_replica "${old##*:}" "$new" || { SCN_OBSERVED="the old master did not come back as a replica"; return 1; }
     wait "$work_pid"
+    held_ms=$(first_held_sale_ms "$kill_ns")
+    restart_as_replica "${old##*:}" "$new" || { SCN_OBSERVED="the old master did not come back as a replica"; return 1; }
     wait "$load_pid" || { SCN_OBSERVED="sale-load failed: $(tail -n 3 "$SCN_DIR/load.out")"; return 1; }
     # Its summary in the fields loadtest/run sums (wrk's).
     grep '^{' "$SCN_DIR/load.out" | tail -n 1 | jq -c '{requests, ok: (.by_status["200"] // 0),
@@ -86,23 +113,22 @@ scenario_sentinel_failover() {
         lock_timeout: (.by_error.lock_timeout // 0),
         other: (.requests - (.by_status["200"] // 0) - (.by_status["409"] // 0) - (.by_status["503"] // 0) - .no_answer),
         socket_errors: .no_answer, timeouts: 0}' > "$SCN_DIR/wrk-load.out"
-    cat "$SCN_DIR/work.code" >> "$SCN_DIR/codes"
     final=$(rcli get "stock:{$ITEM}")
     check_out=$("$LOADTEST_DIR/check-history" "$hist" --stock "$STOCK" --final "$final" 2>&1)
     case $? in
     0) verdict="possible" ;;
-    1) verdict="IMPOSSIBLE: $(echo "$check_out" | head -n 1)" ;;
+    1) verdict="impossible (what the asynchronous copy lost: $(echo "$check_out" | head -n 1))" ;;
     *) SCN_OBSERVED="check-history could not read the history: $check_out"; return 1 ;;
     esac
-    report=$(history_report "$hist" "$kill_ns")
-    set -- $report       # sales gap_ms gap_from_ms first_after_kill_ms sold_twice
+    set -- $(history_report "$hist" "$kill_ns")   # sales gap_ms gap_from_ms first_after_kill_ms sold_twice
     lost=$(( $1 - (STOCK - final) )); [ "$lost" -gt 0 ] || lost=0
     failover_ms=$(( (prom_ns - kill_ns) / 1000000 ))
     overlaps=$(( $(rcli get "overlaps:{$ITEM}") - at_clean + ${before:-0} ))
     SCN_FLAW=0
-    case $verdict in possible) ;; *) SCN_FLAW=1 ;; esac
-    # A stall: no sale within a second of the promotion (as the sentinels' answers show it).
+    # A stall: no sale (of the loaded item, or of the held one) within a second of the
+    # promotion, as the sentinels' answers show it.
     [ "$4" -ge 0 ] && [ "$4" -le $(( failover_ms + 1000 )) ] || SCN_FLAW=1
+    [ "$held_ms" -ge 0 ] && [ "$held_ms" -le $(( failover_ms + 1000 )) ] || SCN_FLAW=1
     [ "$overlaps" -le 0 ] || SCN_FLAW=1
-    SCN_OBSERVED="master ${old##*:} killed mid-load (16 keep-alive connections; a sale working in the lock answered $(cat "$SCN_DIR/work.code")); the sentinels named ${new##*:} $failover_ms ms later; first sale $4 ms after the kill ($(( $4 - failover_ms )) ms after the promotion was seen); longest with no sale $2 ms (from $3 ms after the kill); history $verdict; acknowledged sales lost $lost; sold twice $5; overlaps $overlaps (besides $(( at_clean - ${before:-0} )) against the crash's ghost); answers $(jq -r '[.by_status | to_entries[] | "\(.key) x \(.value)"] | join(", ")' < <(grep '^{' "$SCN_DIR/load.out" | tail -n 1)), no answer $(grep '^{' "$SCN_DIR/load.out" | tail -n 1 | jq .no_answer)"
+    SCN_OBSERVED="master ${old##*:} killed mid-load (16 keep-alive connections), a sale of $HELD working in its lock (it answered $(cat "$SCN_DIR/work.code")); the sentinels named ${new##*:} $failover_ms ms later; first sale $4 ms after the kill, of $HELD $held_ms ms; longest with no sale $2 ms (from $3 ms after the kill); history $verdict; acknowledged sales lost $lost; sold twice $5; overlaps $overlaps (besides $(( at_clean - ${before:-0} )) against the crash's ghost); answers $(jq -r '[.by_status | to_entries[] | "\(.key) x \(.value)"] | join(", ")' < <(grep '^{' "$SCN_DIR/load.out" | tail -n 1)), no answer $(grep '^{' "$SCN_DIR/load.out" | tail -n 1 | jq .no_answer)"
 }
