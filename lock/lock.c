@@ -253,6 +253,8 @@ int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct 
     if (st != LOCK_OK)
         return st;
     st = lock_wait_acquire(lc, g, wait_ms, read, err);
+    if (st == LOCK_ERROR && err)
+        lock_owner_failed(lc, g, err->fault, 0);   /* sent, unanswered: it may have granted */
     if (st == LOCK_OK)
         st = grant_confirm(lc, g, read, err);
     g->waited_ms = lock_now_ms() - start;
@@ -263,8 +265,6 @@ int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct 
         atomic_fetch_add(&lc->acquisitions, 1);
     } else if (st == LOCK_TIMEOUT) {
         atomic_fetch_add(&lc->timeouts, 1);
-    } else if (st == LOCK_ERROR && err) {
-        lock_owner_failed(lc, g, err->fault, 0);   /* sent, unanswered: it may have granted */
     }
     return st;
 }

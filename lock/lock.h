@@ -120,8 +120,9 @@ struct lock_ops {
     enum lock_wait wait;
     /* 1: a watchdog renews every held lease each ttl/3 while it is held. */
     int keepalive;
-    /* 1: release deletes only under our owner id (v5 on), so that a lock given up on
-     * without an answer can be given back later, safely (lock/owner.c). */
+    /* 1: release deletes only under our owner id, atomically (v6 on; v5's GET then DEL
+     * could delete the next holder's), so that a lock given up on without an answer can
+     * be given back later, safely (lock/owner.c). */
     int checks_owner;
 };
 

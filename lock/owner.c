@@ -16,7 +16,8 @@
  * Not after a timeout: a command that timed out may still run later on a live server,
  * and a give-back on a new connection could overtake it (a sale's write landing after
  * another holder's); that lock runs out with its lease, as before. Stores whose release
- * does not compare the owner (v3, v4: a plain DEL) keep nothing.
+ * does not compare the owner atomically (v3, v4: a plain DEL; v5: GET, then DEL) keep
+ * nothing. A client is destroyed only when no thread holds a grant of it.
  */
 #include "lock/internal.h"
 
@@ -153,8 +154,9 @@ static int left_held(enum lock_fault fault, int releasing)
         return 1;
     case LOCK_E_TIMEOUT:      /* sent; it may still run */
         return -1;
-    default:                  /* Redis answered: it knows what it did */
-        return 0;
+    default:                  /* answered with an error (NOREPLICAS, OOM, ...): a try took
+                                 nothing; a release gave nothing back, the lock is ours */
+        return releasing;
     }
 }
 

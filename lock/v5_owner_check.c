@@ -38,7 +38,6 @@ const struct lock_ops lock_v5 = {
     .title = "SET NX PX; GET, compare, then DEL (two commands)",
     .flaw = "the lease expires between GET and DEL: deletes another's lock",
     .remote = 1,
-    .checks_owner = 1,
     .try_acquire = lock_set_nx_px_try_acquire,
     .release = v5_release,
     .wait = LOCK_WAIT_POLL,

@@ -265,10 +265,18 @@ static void give_back_abandoned(struct lock_client *lc)
             if (q)
                 queue_bump(q);
         }
-        if (st == LOCK_ERROR)
-            lock_owner_keep(a);
-        else
+        if (st != LOCK_ERROR) {
             free(a);
+            continue;
+        }
+        lock_owner_keep(a);
+        if (lock_fault_is_io(err.fault)) {   /* no master yet: the rest wait too */
+            for (a = next; a; a = next) {
+                next = a->next;
+                lock_owner_keep(a);
+            }
+            break;
+        }
     }
 }
 

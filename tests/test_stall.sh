@@ -28,7 +28,7 @@ sale() { curl -s -m 10 -o "$T_TMP/last.json" -w '%{http_code}' "http://127.0.0.1
 
 # stall_case LOCK: the choreography above on one version; prints checks.
 stall_case() {
-    local lock=$1 item="stall-$1" a b a_pid b_pid code t0 gap=none tries=0 pttl1 pttl2 sold_a=0
+    local lock=$1 item="stall-$1" a b a_pid b_pid code t0 gap=none tries=0 pttl1 sold_a=0
     on set "stock:{$item}" 100 >/dev/null
     start_service A --redis "127.0.0.1:$PORT" --lock "$lock" --faults --wait-ms 1000 --name "stall-a-$lock" || return 1
     a=$A a_pid=$SVC_PID
@@ -50,9 +50,6 @@ stall_case() {
     check_eq "$lock: the lock held at the crash came back from the AOF" 1 "$(on exists "lock:{$item}")"
     pttl1=$(on pttl "lock:{$item}")
     check "  with most of its lease left ($pttl1 ms)" test "$pttl1" -gt 20000
-    sleep 1
-    pttl2=$(on pttl "lock:{$item}")
-    check "  and nobody renews it while no sale runs (PTTL $pttl1 then $pttl2 ms)" test "$pttl2" -lt "$pttl1"
 
     # Sales on A and B in turn, as nginx would send them, until B sells.
     t0=$(now_ms)
@@ -92,13 +89,17 @@ def sale(q=""):
     r.read()
     return r.status
 print(sale("&work_ms=1500"), flush=True)     # Redis dies during the work
+deadline = time.monotonic() + 30
 while open(sys.argv[2]).read().strip() != "up":  # until it is back
+    if time.monotonic() > deadline:
+        sys.exit(1)
     time.sleep(0.02)
 print(sale(), flush=True)                     # the same thread, the same connection
 PY
     echo down > "$T_TMP/state"
     python3 "$T_TMP/ka.py" "$a" "$T_TMP/state" > "$T_TMP/ka.out" 2>&1 &
     local kpid=$!
+    T_PIDS="$T_PIDS $kpid"
     wait_until 5 "" sh -c "[ \"\$(redis-cli -p $PORT exists 'lock:{$item}')\" = 1 ]"
     sleep 0.3
     kill -9 "$R_PID"; wait "$R_PID" 2>/dev/null
