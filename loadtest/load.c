@@ -1002,8 +1002,15 @@ static void conn_expire(struct load_run *r, struct load_conn *c)
         connect_failed(r, c, ETIMEDOUT);
         break;
     case CONN_SENDING:
-    case CONN_READING:
+        if (c->req_off == 0) {                  /* not a byte went: not a request */
+            r->in_flight--;
+            connect_failed(r, c, ETIMEDOUT);
+            break;
+        }
         request_failed(r, c);                   /* --timeout-ms passed */
+        break;
+    case CONN_READING:
+        request_failed(r, c);
         break;
     default:
         break;

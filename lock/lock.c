@@ -259,7 +259,7 @@ int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct 
         st = grant_confirm(lc, g, read, err);
     g->waited_ms = lock_now_ms() - start;
     if (st == LOCK_OK) {
-        lock_owner_held();
+        lock_owner_held(lc);
         if (lc->ops->keepalive)
             lock_keepalive_hold(lc, g);
         atomic_fetch_add(&lc->acquisitions, 1);
@@ -287,7 +287,7 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *
     if (lc->ops->keepalive)
         lost = lock_keepalive_drop(lc, g);   /* renewed only while its sale runs */
     lock_wait_released(lc, g);
-    lock_owner_released();
+    lock_owner_released(lc);
     if (released == LOCK_ERROR)
         lock_owner_failed(lc, g, why.fault, 1);   /* unanswered: it may still hold */
 

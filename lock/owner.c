@@ -40,11 +40,25 @@ struct owners {
  * id (kept until it holds nothing: the id may not be given back while still in use). */
 static _Thread_local struct {
     long number;
+    const struct lock_client *lc; /* the client the counts below are of */
     int holds;
     int retire;
     int pending;
     struct lock_abandoned *pend[PENDING_MAX];
 } self;
+
+/* The calling thread's counts, for lc: a thread that turns to another client (tests do)
+ * starts afresh; what it kept for the one before is dropped (that client may be gone),
+ * and runs out with its lease. */
+static void use_client(const struct lock_client *lc)
+{
+    if (self.lc == lc)
+        return;
+    for (int i = 0; i < self.pending; i++)
+        free(self.pend[i]);
+    self.lc = lc;
+    self.holds = self.pending = self.retire = 0;
+}
 
 int lock_owner_init(struct lock_client *lc, struct lock_error *err)
 {
@@ -127,13 +141,15 @@ static void settle(void)
     self.number = 0;
 }
 
-void lock_owner_held(void)
+void lock_owner_held(const struct lock_client *lc)
 {
+    use_client(lc);
     self.holds++;
 }
 
-void lock_owner_released(void)
+void lock_owner_released(const struct lock_client *lc)
 {
+    use_client(lc);
     if (self.holds > 0)
         self.holds--;
     settle();
@@ -168,6 +184,7 @@ void lock_owner_failed(struct lock_client *lc, const struct lock_grant *g, enum 
 
     if (!lc->ops->checks_owner || held == 0)
         return;
+    use_client(lc);
     self.retire = 1;
     if (held > 0 && self.pending < PENDING_MAX && (a = calloc(1, sizeof(*a))) != NULL) {
         a->lc = lc;

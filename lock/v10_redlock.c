@@ -132,6 +132,8 @@ static int v10_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
     (void)wait_ms;
     snprintf(ttl, sizeof(ttl), "%ld", lc->cfg.ttl_ms);
     answered = on_all(rl, &lua_v7_acquire, 3, args, r);
+    if (answered < rl->n)   /* a master that did not answer may grant later: a new id next */
+        lock_owner_failed(lc, g, LOCK_E_TIMEOUT, 0);
     for (int i = 0; i < rl->n; i++) {
         if (!is_integer(r[i]))
             continue;
@@ -191,6 +193,8 @@ static int v10_release(struct lock_client *lc, struct lock_grant *g, struct lock
     if ((st = lock_trip_send(lc, &writes, err)) != LOCK_OK)
         return st;   /* the writes' fate is unknown: no release; the lease runs out */
     released = release_all(rl, g, &answered);
+    if (answered < rl->n)   /* one may still hold it, for its lease: a new id next */
+        lock_owner_failed(lc, g, LOCK_E_TIMEOUT, 1);
     lock_trip_send(lc, &notice, &ignored);
     if (released >= rl->quorum)
         return LOCK_OK;

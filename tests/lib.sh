@@ -47,6 +47,28 @@ start_redis() {
 }
 
 
+# start_sentinels MASTER_PORT [FAILOVER_TIMEOUT_MS]: three real sentinels (redis-server
+# --sentinel) watching the master on MASTER_PORT as "shop", quorum 2, down after 500 ms;
+# each its own config file (a sentinel rewrites it). Sets SENTINELS (HOST:PORT,...) and
+# SENTINEL_PORTS (space-separated); SENTINEL_PORT is the last one.
+start_sentinels() {
+    local port
+    SENTINEL_PORTS="" SENTINELS=""
+    for _ in 1 2 3; do
+        port=$(free_port)
+        mkdir -p "$T_TMP/sentinel-$port"
+        printf '%s\n' "port $port" "bind 127.0.0.1" "dir $T_TMP/sentinel-$port" \
+            "sentinel monitor shop 127.0.0.1 $1 2" "sentinel down-after-milliseconds shop 500" \
+            "sentinel failover-timeout shop ${2:-3000}" "sentinel parallel-syncs shop 1" \
+            > "$T_TMP/sentinel-$port/sentinel.conf"
+        redis-server "$T_TMP/sentinel-$port/sentinel.conf" --sentinel > "$T_TMP/sentinel-$port.log" 2>&1 &
+        T_PIDS="$T_PIDS $!"
+        SENTINEL_PORTS="$SENTINEL_PORTS $port"
+        SENTINELS="$SENTINELS${SENTINELS:+,}127.0.0.1:$port"
+        SENTINEL_PORT=$port
+    done
+}
+
 # running PID: the process exists and is not a zombie (builtins only: it runs often).
 running() {
     local stat

@@ -54,8 +54,8 @@ while IFS=$'\t' read -r lock line; do
     gap=$(echo "$line" | sed -n 's/.*longest with no sale \([0-9]*\) ms.*/\1/p')
     back=$(echo "$line" | sed -n 's/.*locks given back \([0-9]*\);.*/\1/p')
     held=$(echo "$line" | sed -n 's/.*-held \(-\{0,1\}[0-9]*\) ms;.*/\1/p')
-    [ "$lock" = atomic ] || check "$lock sentinel-failover: a lock was held at the kill (a sale working in it answered 503)" \
-        grep -q 'working in its lock (it answered 503)' <<< "$line"
+    [ "$lock" = atomic ] || check "$lock sentinel-failover: a lock was held at the kill (a sale working in it answered 503), and on the replicas" \
+        grep -q 'working in its lock (it answered 503; the replicas had its lock: [0-9,]*1' <<< "$line"
     check "$lock sentinel-failover: the sentinels promoted a replica (${failover:-?} ms after the kill)" test -n "$failover"
     check "  the held item sold again within 5 s of it (${held:-?} ms after the kill)" \
         test "${held:--1}" -ge 0 -a "${held:--1}" -le $(( ${failover:-0} + 5000 ))

@@ -32,24 +32,7 @@ fast=(--repl-diskless-sync-delay 0)    # a (re)connecting replica is served at o
 start_redis "${fast[@]}" || exit 1; M=$REDIS_PORT M_PID=$REDIS_PID
 start_redis --replicaof 127.0.0.1 "$M" "${fast[@]}" || exit 1; R1=$REDIS_PORT
 start_redis --replicaof 127.0.0.1 "$M" "${fast[@]}" || exit 1; R2=$REDIS_PORT
-SENTINEL_PORTS="" SENTINELS=""
-for _ in 1 2 3; do
-    port=$(free_port)
-    mkdir -p "$T_TMP/sentinel-$port"
-    cat > "$T_TMP/sentinel-$port/sentinel.conf" <<CONF
-port $port
-bind 127.0.0.1
-dir $T_TMP/sentinel-$port
-sentinel monitor shop 127.0.0.1 $M 2
-sentinel down-after-milliseconds shop 500
-sentinel failover-timeout shop 4000
-sentinel parallel-syncs shop 1
-CONF
-    redis-server "$T_TMP/sentinel-$port/sentinel.conf" --sentinel > "$T_TMP/sentinel-$port.log" 2>&1 &
-    T_PIDS="$T_PIDS $!"
-    SENTINEL_PORTS="$SENTINEL_PORTS $port"
-    SENTINELS="$SENTINELS${SENTINELS:+,}127.0.0.1:$port"
-done
+start_sentinels "$M" 4000
 # ready PORT: the sentinel knows both replicas and the two other sentinels.
 ready() {
     redis-cli -p "$1" sentinel master shop 2>/dev/null | awk '

@@ -415,6 +415,28 @@ static void test_scripts_and_errors(void)
     test_cond("  nothing was sent: nothing is kept to be given back",
               lc && atomic_load(&lc->abandoned) == 0);
     client_free(lc);
+
+    /* A release Redis refuses (NOREPLICAS: min-replicas-to-write with no replica) leaves
+     * the lock in our name: the thread's next grant is under a new id (not a re-entry
+     * that would keep the old hold alive), and the old one is given back first. */
+    lc = client("v8", 5000, "test-a");
+    key_del(c);
+    char before[LOCK_OWNER_MAX];
+    int st = lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
+    snprintf(before, sizeof(before), "%s", g.owner);
+    freeReplyObject(redisCommand(c, "CONFIG SET min-replicas-to-write 1"));
+    memset(&err, 0, sizeof(err));
+    test_cond("a release refused by Redis (NOREPLICAS): LOCK_ERROR, the lock still there",
+              st == LOCK_OK && lock_release(lc, &g, NULL, NULL, &err) == LOCK_ERROR &&
+                  err.fault == LOCK_E_NOREPLICAS && key_exists(c));
+    freeReplyObject(redisCommand(c, "CONFIG SET min-replicas-to-write 0"));
+    st = lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
+    test_cond("  the same thread's next grant: a new owner id, depth 1, the old lock given back",
+              st == LOCK_OK && strcmp(g.owner, before) != 0 && g.depth == 1 &&
+                  cmd_int(c, "HEXISTS lock:{test} %s", before) == 0 &&
+                  atomic_load(&lc->abandoned) == 1 && atomic_load(&lc->given_back) == 1);
+    test_cond("  released: no lock left", lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK && !key_exists(c));
+    client_free(lc);
     redisFree(c);
 }
 

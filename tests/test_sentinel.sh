@@ -28,24 +28,7 @@ start_redis || exit 1
 MASTER=$REDIS_PORT MASTER_PID=$REDIS_PID
 start_redis --replicaof 127.0.0.1 "$MASTER" || exit 1
 REPLICA=$REDIS_PORT
-SENTINELS=""
-for i in 1 2 3; do
-    port=$(free_port)
-    mkdir -p "$T_TMP/sentinel-$port"
-    cat > "$T_TMP/sentinel-$port/sentinel.conf" <<CONF
-port $port
-bind 127.0.0.1
-dir $T_TMP/sentinel-$port
-sentinel monitor shop 127.0.0.1 $MASTER 2
-sentinel down-after-milliseconds shop 500
-sentinel failover-timeout shop 3000
-sentinel parallel-syncs shop 1
-CONF
-    redis-server "$T_TMP/sentinel-$port/sentinel.conf" --sentinel > "$T_TMP/sentinel-$port.log" 2>&1 &
-    T_PIDS="$T_PIDS $!"
-    SENTINELS="$SENTINELS${SENTINELS:+,}127.0.0.1:$port"
-    SENTINEL_PORT=$port
-done
+start_sentinels "$MASTER" 3000
 sentinel_master() { redis-cli -p "$SENTINEL_PORT" sentinel get-master-addr-by-name shop 2>/dev/null | paste -sd: -; }
 check "the sentinels know the master" wait_until 10 "" sh -c "[ \"\$(redis-cli -p $SENTINEL_PORT sentinel get-master-addr-by-name shop | paste -sd: -)\" = 127.0.0.1:$MASTER ]"
 replica_synced() { [ "$(redis-cli -p "$REPLICA" info replication | tr -d '\r' | awk -F: '$1 == "master_link_status" { print $2 }')" = up ]; }

@@ -71,7 +71,7 @@ master_gone() { ! is_ours "$1" redis-server; }
 
 scenario_sentinel_failover() {
     local hist=$SCN_DIR/history.jsonl secs=${SECS:-10} old kill_at new work="" load_pid work_pid
-    local kill_ns prom_ns final verdict lost check_out before ghosts at_clean failover_ms overlaps held_ms pid
+    local kill_ns prom_ns final verdict lost check_out before ghosts at_clean failover_ms overlaps held_ms pid held_on
     HELD="$ITEM-held"
     [ -n "${SENTINEL_PORTS:-}" ] || { SCN_OBSERVED="no sentinels in this stack (deploy/up --sentinel)"; return 1; }
     [ -x "$ROOT/build/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
@@ -102,6 +102,8 @@ scenario_sentinel_failover() {
     # The sales inside the critical section at the kill never leave the overlap probe (their
     # SREM went nowhere), and the replicas have them: read them there before a promotion.
     ghosts=$(for p in $REPLICA_PORTS; do rcli -p "$p" smembers "probe:{$ITEM}"; done | sort -u)
+    # And whether the held lock is on them: the one promoted will hold it at the start.
+    held_on=$(for p in $REPLICA_PORTS; do rcli -p "$p" exists "lock:{$HELD}"; done | paste -sd, -)
     wait_until 30 "" promoted_from "$old" || { SCN_OBSERVED="the sentinels promoted no replica within 30 s"; stop_bg; return 1; }
     prom_ns=$(mono_now_ns)
     new=$(current_master)
@@ -135,5 +137,5 @@ scenario_sentinel_failover() {
     [ "$2" -le $(( failover_ms + 1000 )) ] || SCN_FLAW=1
     [ "$held_ms" -ge 0 ] && [ "$held_ms" -le $(( failover_ms + 1000 )) ] || SCN_FLAW=1
     [ "$overlaps" -le 0 ] || SCN_FLAW=1
-    SCN_OBSERVED="master ${old##*:} killed mid-load (16 keep-alive connections), a sale of $HELD working in its lock (it answered $(cat "$SCN_DIR/work.code")); the sentinels named ${new##*:} $failover_ms ms later; first sale $4 ms after the kill, of $HELD $held_ms ms; longest with no sale $2 ms (from $3 ms after the kill); history $verdict; acknowledged sales lost $lost; sold twice $5; overlaps $overlaps (besides $(( at_clean - ${before:-0} )) against the crash's ghost); locks given back $(metric_sum inventory_lock_given_back_total); answers $(jq -r '[.by_status | to_entries[] | "\(.key) x \(.value)"] | join(", ")' < <(grep '^{' "$SCN_DIR/load.out" | tail -n 1)), no answer $(grep '^{' "$SCN_DIR/load.out" | tail -n 1 | jq .no_answer)"
+    SCN_OBSERVED="master ${old##*:} killed mid-load (16 keep-alive connections), a sale of $HELD working in its lock (it answered $(cat "$SCN_DIR/work.code"); the replicas had its lock: $held_on); the sentinels named ${new##*:} $failover_ms ms later; first sale $4 ms after the kill, of $HELD $held_ms ms; longest with no sale $2 ms (from $3 ms after the kill); history $verdict; acknowledged sales lost $lost; sold twice $5; overlaps $overlaps (besides $(( at_clean - ${before:-0} )) against the crash's ghost); locks given back $(metric_sum inventory_lock_given_back_total); answers $(jq -r '[.by_status | to_entries[] | "\(.key) x \(.value)"] | join(", ")' < <(grep '^{' "$SCN_DIR/load.out" | tail -n 1)), no answer $(grep '^{' "$SCN_DIR/load.out" | tail -n 1 | jq .no_answer)"
 }
