@@ -304,6 +304,19 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *
     return st;
 }
 
+void lock_abandon(struct lock_client *lc, struct lock_grant *g)
+{
+    if (!lc->ops->remote) {
+        lock_release(lc, g, NULL, NULL, &(struct lock_error){ 0 });
+        return;
+    }
+    if (lc->ops->keepalive)
+        lock_keepalive_drop(lc, g);
+    lock_wait_released(lc, g);
+    lock_owner_released(lc);
+    lock_owner_failed(lc, g, LOCK_E_TIMEOUT, 1);
+}
+
 int lock_grant_is_lost(struct lock_client *lc, const struct lock_grant *g)
 {
     if (lc->ops->keepalive)

@@ -175,6 +175,12 @@ int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct 
  * replies are in it after. pause (NULL: none) is called between the release's steps. */
 int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *writes,
                  const struct lock_pause *pause, struct lock_error *err);
+/* Gives g up without a release: a write sent on the thread's connection timed out and
+ * may still run, and a release on a new connection could overtake it (the next holder's
+ * write landing before it). The lease runs out instead: the watchdog stops renewing it,
+ * the next local waiter gets its turn to try, and the thread's next grant is under a new
+ * owner id. A lock kept in the process is simply released. */
+void lock_abandon(struct lock_client *lc, struct lock_grant *g);
 /* 1 when the lease is known to be lost: the keep-alive's renewal was refused, or the
  * lease's time ran out. */
 int lock_grant_is_lost(struct lock_client *lc, const struct lock_grant *g);

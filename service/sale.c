@@ -12,6 +12,8 @@
 enum sell_step {
     SELL_KEPT,        /* sold (or answered 409); the grant is still held */
     SELL_FAILED,      /* the write failed (outcomes say why); the grant is still held */
+    SELL_UNSURE,      /* the write timed out: it may still run, so the grant is abandoned
+                         (its lease runs out), never released on another connection */
     SELL_RELEASED,    /* the write rode with the release: the grant is given back */
     SELL_AGAIN        /* released, nothing written: Redis did not have the write script */
 };
@@ -97,7 +99,7 @@ static enum sell_step write_alone(struct rd_batch *writes, int at, long long *st
     if (rd_round_trip(svc_redis, NULL, writes, NULL, &err) != LOCK_OK && at >= 0 &&
         writes->reply[at] == NULL) {
         sale_set_all(rqs, n, writes->sent ? SALE_OUTCOME_UNKNOWN : SALE_REDIS_DOWN, NULL);
-        return SELL_FAILED;
+        return writes->sent && err.fault == LOCK_E_TIMEOUT ? SELL_UNSURE : SELL_FAILED;
     }
     if (at < 0)
         return SELL_KEPT;
@@ -217,6 +219,10 @@ static enum sell_step serve_batches(struct lock_grant *g, long long stock, struc
         long long until = lock_grant_is_wanted(svc_lock, g)
                               ? 0 : min_ll(lock_now_ms() + line->linger_ms,
                                            g->acquired_ms + line->hold_ms);
+        if (step == SELL_UNSURE) {
+            lock_abandon(svc_lock, g);
+            return SELL_RELEASED;
+        }
         if (step == SELL_FAILED || !line->has_more(line->arg, until) ||
             (n = take(line, rqs, 0)) == 0) {
             release_alone(g);

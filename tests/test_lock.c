@@ -437,6 +437,22 @@ static void test_scripts_and_errors(void)
                   atomic_load(&lc->abandoned) == 1 && atomic_load(&lc->given_back) == 1);
     test_cond("  released: no lock left", lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK && !key_exists(c));
     client_free(lc);
+
+    /* Abandoned (a write timed out and may still run): no release is sent; the lease runs
+     * out, not renewed, and the thread's next grant is under a new id. */
+    lc = client("v8", 600, "test-a");
+    st = lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
+    snprintf(before, sizeof(before), "%s", g.owner);
+    lock_abandon(lc, &g);
+    test_cond("lock_abandon: the lock stays in Redis, under its owner",
+              st == LOCK_OK && cmd_int(c, "HEXISTS lock:{test} %s", before) == 1);
+    lock_sleep_ms(800);
+    test_cond("  not renewed: gone once its 600 ms lease ran out", !key_exists(c));
+    st = lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
+    test_cond("  the thread's next grant: a new owner id, depth 1",
+              st == LOCK_OK && strcmp(g.owner, before) != 0 && g.depth == 1);
+    lock_release(lc, &g, NULL, NULL, &err);
+    client_free(lc);
     redisFree(c);
 }
 

@@ -151,5 +151,10 @@ scenario_sentinel_failover() {
     [ "$2" -le $(( failover_ms + 1000 )) ] || SCN_FLAW=1
     [ "$held_ms" -ge 0 ] && [ "$held_ms" -le $(( failover_ms + 1000 )) ] || SCN_FLAW=1
     [ "$overlaps" -le 0 ] || SCN_FLAW=1
-    SCN_OBSERVED="master ${old##*:} killed mid-load (16 keep-alive connections), a sale of $HELD working in its lock (it answered $(cat "$SCN_DIR/work.code"); the replicas had its lock: $held_on); the sentinels named ${new##*:} $failover_ms ms later; first sale $4 ms after the kill, of $HELD $held_ms ms; longest with no sale $2 ms (from $3 ms after the kill); history $verdict; acknowledged sales lost $lost; sold twice $5; overlaps $overlaps (besides $(( at_clean - ${before:-0} )) against the crash's ghost); locks given back $(metric_sum inventory_lock_given_back_total); answers $(jq -r '[.by_status | to_entries[] | "\(.key) x \(.value)"] | join(", ")' < <(grep '^{' "$SCN_DIR/load.out" | tail -n 1)), no answer $(grep '^{' "$SCN_DIR/load.out" | tail -n 1 | jq .no_answer)"
+    if [ -n "$work" ]; then
+        held_on="a sale of $HELD working in its lock (it answered $(cat "$SCN_DIR/work.code"); the replicas had its lock: $held_on)"
+    else
+        held_on="a sale of $HELD at the kill (no lock, no work: it answered $(cat "$SCN_DIR/work.code"))"
+    fi
+    SCN_OBSERVED="master ${old##*:} killed mid-load (16 keep-alive connections), $held_on; the sentinels named ${new##*:} $failover_ms ms later; first sale $4 ms after the kill, of $HELD $held_ms ms; longest with no sale $2 ms (from $3 ms after the kill); history $verdict; acknowledged sales lost $lost; sold twice $5; overlaps $overlaps (besides $(( at_clean - ${before:-0} )) against the crash's ghost); locks given back $(metric_sum inventory_lock_given_back_total); answers $(jq -r '[.by_status | to_entries[] | "\(.key) x \(.value)"] | join(", ")' < <(grep '^{' "$SCN_DIR/load.out" | tail -n 1)), no answer $(grep '^{' "$SCN_DIR/load.out" | tail -n 1 | jq .no_answer)"
 }
