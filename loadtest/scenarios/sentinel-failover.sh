@@ -69,6 +69,15 @@ first_held_sale_ms() {
 }
 
 master_gone() { ! is_ours "$1" redis-server; }
+# switches_logged: the distinct master switches the sentinels logged (+switch-master NAME
+# OLD-HOST OLD-PORT NEW-HOST NEW-PORT, each sentinel logs one per failover it sees), as
+# "OLD->NEW" ports in order; one failover is one entry.
+switches_logged() {
+    local p
+    for p in $SENTINEL_PORTS; do
+        grep -o '+switch-master [^ ]* [^ ]* [0-9]* [^ ]* [0-9]*' "$RUN_DIR/sentinel-$p.log" 2>/dev/null
+    done | awk '!seen[$0]++ { printf "%s%s->%s", sep, $4, $6; sep = ", " }'
+}
 # a_replica_promoted: prints the port of a replica that says it is a master (the sentinels
 # made it one: they announce it later, once they see it).
 a_replica_promoted() {
@@ -156,5 +165,5 @@ scenario_sentinel_failover() {
     else
         held_on="a sale of $HELD at the kill (no lock, no work: it answered $(cat "$SCN_DIR/work.code"))"
     fi
-    SCN_OBSERVED="master ${old##*:} killed mid-load (16 keep-alive connections), $held_on; the sentinels named ${new##*:} $failover_ms ms later; first sale $4 ms after the kill, of $HELD $held_ms ms; longest with no sale $2 ms (from $3 ms after the kill); history $verdict; acknowledged sales lost $lost; sold twice $5; overlaps $overlaps (besides $(( at_clean - ${before:-0} )) against the crash's ghost); locks given back $(metric_sum inventory_lock_given_back_total); answers $(jq -r '[.by_status | to_entries[] | "\(.key) x \(.value)"] | join(", ")' < <(grep '^{' "$SCN_DIR/load.out" | tail -n 1)), no answer $(grep '^{' "$SCN_DIR/load.out" | tail -n 1 | jq .no_answer)"
+    SCN_OBSERVED="master ${old##*:} killed mid-load (16 keep-alive connections), $held_on; the sentinels named ${new##*:} $failover_ms ms later; first sale $4 ms after the kill, of $HELD $held_ms ms; longest with no sale $2 ms (from $3 ms after the kill); history $verdict; acknowledged sales lost $lost; sold twice $5; overlaps $overlaps (besides $(( at_clean - ${before:-0} )) against the crash's ghost); locks given back $(metric_sum inventory_lock_given_back_total); master switches $(switches_logged); answers $(jq -r '[.by_status | to_entries[] | "\(.key) x \(.value)"] | join(", ")' < <(grep '^{' "$SCN_DIR/load.out" | tail -n 1)), no answer $(grep '^{' "$SCN_DIR/load.out" | tail -n 1 | jq .no_answer)"
 }
