@@ -74,6 +74,17 @@ check "the summary comes before the JSON line" grep -q 'no oversell' "$T_TMP/v8.
 lt v8f --lock v8 --stock 50 -c 10 -d 1 --item lt8f --faults
 check_eq "v8 --faults: overlaps 0" 0 "$(field overlaps)"
 
+# --history FILE: sale-load drives the load and records every sale; the history is checked
+# against the stock left. v8: possible; v2 (a mutex per process): a unit sold twice, seen
+# from the answers alone.
+lt h8 --lock v8 --stock 100 -c 8 -d 1 --item lth8 --history "$T_TMP/h8.jsonl"
+check_eq "--history, v8: the history is possible" possible "$(field history)"
+check_eq "  one line per request" "$(field requests)" "$(wc -l < "$T_TMP/h8.jsonl" | tr -d ' ')"
+lt h2 --lock v2 --stock 100 -c 16 -d 1 --item lth2 --history "$T_TMP/h2.jsonl"
+json_has() { jq -e "$1" <<<"$json"; }
+check "--history, v2: the checker finds a unit sold twice, and the run the flaw" \
+    json_has '(.history | test("^impossible: .*sold twice")) and .flaw == true and .oversold > 0'
+
 # Runs that cannot be done.
 lt bad --lock no-such-version -d 1
 check_eq "an unknown version: the run fails (exit 1)" 1 "$rc"
