@@ -74,6 +74,11 @@ void lock_wait_released(struct lock_client *lc, struct lock_grant *g);
 struct lock_abandoned {
     struct lock_client *lc;
     struct lock_grant g;          /* item, key and owner */
+    long long until_ms;           /* monotonic: its lease is over by then, whatever happened */
+    long long given_at;           /* rd_client_opens() when it was last given back; -1: not
+                                     yet. Until until_ms it is given back again whenever the
+                                     client has reconnected since: a failover, or a restart,
+                                     may bring back a copy that still has it */
     struct lock_abandoned *next;
 };
 int lock_owner_init(struct lock_client *lc, struct lock_error *err);

@@ -12,7 +12,9 @@
  *   - the abandoned lock is kept here, and given back (lock/wait.c: the store's release,
  *     a compare-and-delete on that owner, never another's lock) before the next try of
  *     any thread of this client, as soon as a master (the old one restarted, or a
- *     promoted replica) answers.
+ *     promoted replica) answers; and kept until its lease is surely over, to be given
+ *     back again whenever the client connects anew (a second failover, a restart, can
+ *     bring back a copy of the data that still has it).
  * Not after a timeout: a command that timed out may still run later on a live server,
  * and a give-back on a new connection could overtake it (a sale's write landing after
  * another holder's); that lock runs out with its lease, as before. Stores whose release
@@ -188,6 +190,8 @@ void lock_owner_failed(struct lock_client *lc, const struct lock_grant *g, enum 
     self.retire = 1;
     if (held > 0 && self.pending < PENDING_MAX && (a = calloc(1, sizeof(*a))) != NULL) {
         a->lc = lc;
+        a->until_ms = lock_now_ms() + lc->cfg.ttl_ms + lc->cfg.ttl_ms / 10;
+        a->given_at = -1;
         memcpy(a->g.item, g->item, sizeof(a->g.item));
         memcpy(a->g.key, g->key, sizeof(a->g.key));
         memcpy(a->g.owner, g->owner, sizeof(a->g.owner));

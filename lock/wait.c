@@ -238,35 +238,58 @@ void lock_wait_destroy(struct lock_client *lc)
     lc->wait_state = NULL;
 }
 
-/* The client's abandoned locks (lock/owner.c) go back: the store's release under each
- * one's owner, again while it gives back a hold (a nested grant left two), the waiters
- * told as by any release (other processes by the notice; ours here, since we do not
- * hear our own). One that Redis cannot take yet is kept for the next try. */
-static void give_back_abandoned(struct lock_client *lc)
+/* Gives a (lock/owner.c) back: the store's release under its owner, again while it gives
+ * back a hold (a nested grant left two), the waiters told as by any release (other
+ * processes by the notice; ours here, since we do not hear our own). The store's last
+ * status: LOCK_ERROR when Redis could not take it. */
+static int give_back_one(struct lock_client *lc, struct lock_abandoned *a, struct lock_error *err,
+                         int *given)
 {
     enum { HOLDS_MAX = 64 };
+    int st = LOCK_OK, rounds = 0;
+
+    while (st == LOCK_OK && rounds++ < HOLDS_MAX) {
+        struct rd_batch notice = { 0 };
+        struct lock_trip trip = { .after = &notice };
+        lock_wait_releasing(lc, &a->g, &notice);
+        st = lc->ops->release(lc, &a->g, &trip, err);
+        rd_batch_reset(&notice);
+    }
+    if (rounds > 1) {
+        struct notify *n = lc->wait_state;
+        struct key_queue *q = n ? queue_for(n, a->g.key, strlen(a->g.key), 0) : NULL;
+        atomic_fetch_add(&lc->given_back, 1);
+        (*given)++;
+        if (q)
+            queue_bump(q);
+    }
+    return st;
+}
+
+/* The client's abandoned locks go back before a try. One is kept until its lease is over
+ * in any case, and given back again whenever the client has connected anew since (a
+ * second failover, or a restart, may bring back a copy of the data that still has it);
+ * when Redis cannot take it yet, it and the rest wait for the next try. Returns how many
+ * Redis still held (and now let go). */
+static int give_back_abandoned(struct lock_client *lc)
+{
     struct lock_abandoned *a = lock_owner_take(lc), *next;
+    int given = 0;
 
     for (; a; a = next) {
         struct lock_error err = { 0 };
-        int st = LOCK_OK, rounds = 0;
         next = a->next;
-        while (st == LOCK_OK && rounds++ < HOLDS_MAX) {
-            struct rd_batch notice = { 0 };
-            struct lock_trip trip = { .after = &notice };
-            lock_wait_releasing(lc, &a->g, &notice);
-            st = lc->ops->release(lc, &a->g, &trip, &err);
-            rd_batch_reset(&notice);
+        if (lock_now_ms() >= a->until_ms) {
+            free(a);                          /* its lease is over, wherever it was */
+            continue;
         }
-        if (rounds > 1) {
-            struct notify *n = lc->wait_state;
-            struct key_queue *q = n ? queue_for(n, a->g.key, strlen(a->g.key), 0) : NULL;
-            atomic_fetch_add(&lc->given_back, 1);
-            if (q)
-                queue_bump(q);
+        if (a->given_at == rd_client_opens(lc->redis)) {
+            lock_owner_keep(a);               /* given back on these very connections */
+            continue;
         }
-        if (st != LOCK_ERROR) {
-            free(a);
+        if (give_back_one(lc, a, &err, &given) != LOCK_ERROR) {
+            a->given_at = rd_client_opens(lc->redis);
+            lock_owner_keep(a);
             continue;
         }
         lock_owner_keep(a);
@@ -278,18 +301,25 @@ static void give_back_abandoned(struct lock_client *lc)
             break;
         }
     }
+    return given;
 }
 
-/* One try, with read riding after it; what this client abandoned goes back first. */
+/* One try, with read riding after it; what this client abandoned goes back first. A
+ * refused try that connected anew (the connection it found was dead) looks again, and
+ * tries once more if that let a lock go. */
 static int try_once(struct lock_client *lc, struct lock_grant *g, long wait_ms,
                     struct rd_batch *read, struct lock_error *err)
 {
     struct lock_trip trip = { .after = read };
+    int st, again = 1;
 
     give_back_abandoned(lc);
-    g->acquired_ms = lock_now_ms();
-    g->retry_in_ms = 0;
-    return lc->ops->try_acquire(lc, g, wait_ms, &trip, err);
+    do {
+        g->acquired_ms = lock_now_ms();
+        g->retry_in_ms = 0;
+        st = lc->ops->try_acquire(lc, g, wait_ms, &trip, err);
+    } while (st == LOCK_TIMEOUT && again-- > 0 && give_back_abandoned(lc) > 0);
+    return st;
 }
 
 static int poll_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,

@@ -77,6 +77,11 @@ const char *rd_client_locator(const struct rd_client *rc)
     return rc->locator->name;
 }
 
+long long rd_client_opens(const struct rd_client *rc)
+{
+    return atomic_load(&rc->opens);
+}
+
 long long rd_client_drops(const struct rd_client *rc)
 {
     return atomic_load(&rc->drops);

@@ -197,6 +197,7 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct loc
         return NULL;
     }
     pthread_setspecific(rc->key, cn);
+    atomic_fetch_add(&rc->opens, 1);
     if (atomic_load(&rc->down))
         tell_state(rc, 1, NULL);
     return cn;

@@ -32,6 +32,7 @@ struct rd_client {
     pthread_key_t key;            /* the calling thread's struct rd_conn */
     atomic_int down;              /* 1 after on_state(0) was called, until a connect works */
     atomic_llong drops;
+    atomic_llong opens;           /* connections opened: moves on every reconnect */
     /* Scripts this client has loaded (rd_script_load), until Redis says NOSCRIPT for
      * one: a slot holds a script or NULL, read and changed without a lock. */
     _Atomic(const struct rd_script *) known[RD_SCRIPTS_KNOWN];

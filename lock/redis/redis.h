@@ -113,6 +113,9 @@ void rd_client_destroy(struct rd_client *rc);
 const char *rd_client_locator(const struct rd_client *rc);
 /* Connections dropped after an error (the next use connects again), since creation. */
 long long rd_client_drops(const struct rd_client *rc);
+/* Connections opened, since creation: it moves whenever a thread connects again (after
+ * an error, a failover, a restart of the server). */
+long long rd_client_opens(const struct rd_client *rc);
 /* Forgets the calling thread's connection (after an error the layer did not see). */
 void rd_drop(struct rd_client *rc);
 
