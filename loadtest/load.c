@@ -903,6 +903,14 @@ static void conn_read(struct load_run *r, struct load_conn *c)
     }
 }
 
+/* unsent: c's request never got a byte out (err why): it is not a request, and the
+ * connection starts again after a pause, as after a failed connect. */
+static void unsent(struct load_run *r, struct load_conn *c, int err)
+{
+    r->in_flight--;
+    connect_failed(r, c, err);
+}
+
 /* conn_send: writes what is left of c's request; then reads its answer. */
 static void conn_send(struct load_run *r, struct load_conn *c)
 {
@@ -914,9 +922,8 @@ static void conn_send(struct load_run *r, struct load_conn *c)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
-        if (n <= 0 && c->req_off == 0) {        /* not a byte went: not a request */
-            r->in_flight--;
-            connect_failed(r, c, n < 0 ? errno : EPIPE);
+        if (n <= 0 && c->req_off == 0) {
+            unsent(r, c, n < 0 ? errno : EPIPE);
             return;
         }
         if (n <= 0) {
@@ -1002,9 +1009,8 @@ static void conn_expire(struct load_run *r, struct load_conn *c)
         connect_failed(r, c, ETIMEDOUT);
         break;
     case CONN_SENDING:
-        if (c->req_off == 0) {                  /* not a byte went: not a request */
-            r->in_flight--;
-            connect_failed(r, c, ETIMEDOUT);
+        if (c->req_off == 0) {
+            unsent(r, c, ETIMEDOUT);
             break;
         }
         request_failed(r, c);                   /* --timeout-ms passed */

@@ -269,12 +269,29 @@ int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct 
     return st;
 }
 
+/* The grant is over in this process, whatever Redis did with it: the watchdog stops
+ * renewing it (a lease is renewed only while its sale runs), the next local waiter's
+ * turn comes, the thread holds one grant less; when Redis may still hold it (unsure, with
+ * the fault that left it so), it is kept to be given back. Returns 1 when the watchdog had
+ * seen the lease lost. */
+static int grant_over(struct lock_client *lc, struct lock_grant *g, int unsure,
+                      enum lock_fault fault)
+{
+    int lost = lc->ops->keepalive ? lock_keepalive_drop(lc, g) : 0;
+
+    lock_wait_released(lc, g);
+    lock_owner_released(lc);
+    if (unsure)
+        lock_owner_failed(lc, g, fault, 1);
+    return lost;
+}
+
 int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *writes,
                  const struct lock_pause *pause, struct lock_error *err)
 {
     struct lock_trip ahead = { .before = writes };
     struct lock_error why = { 0 };
-    int st = LOCK_OK, released, lost = 0;
+    int st = LOCK_OK, released, lost;
 
     /* A lock kept in the process has no command to ride with: the writes go first. */
     if (!lc->ops->remote) {
@@ -284,12 +301,7 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *
     released = give_back(lc, g, writes, pause, &why);
     if (st == LOCK_OK && (st = released) == LOCK_ERROR && err)
         *err = why;
-    if (lc->ops->keepalive)
-        lost = lock_keepalive_drop(lc, g);   /* renewed only while its sale runs */
-    lock_wait_released(lc, g);
-    lock_owner_released(lc);
-    if (released == LOCK_ERROR)
-        lock_owner_failed(lc, g, why.fault, 1);   /* unanswered: it may still hold */
+    lost = grant_over(lc, g, released == LOCK_ERROR, why.fault);   /* unanswered: it may still hold */
 
     if (st == LOCK_NOT_OWNER) {
         atomic_fetch_add(&lc->lost_leases, 1);
@@ -310,11 +322,7 @@ void lock_abandon(struct lock_client *lc, struct lock_grant *g)
         lock_release(lc, g, NULL, NULL, &(struct lock_error){ 0 });
         return;
     }
-    if (lc->ops->keepalive)
-        lock_keepalive_drop(lc, g);
-    lock_wait_released(lc, g);
-    lock_owner_released(lc);
-    lock_owner_failed(lc, g, LOCK_E_TIMEOUT, 1);
+    grant_over(lc, g, 1, LOCK_E_TIMEOUT);   /* runs out with its lease */
 }
 
 int lock_grant_is_lost(struct lock_client *lc, const struct lock_grant *g)

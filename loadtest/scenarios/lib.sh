@@ -21,7 +21,8 @@
 # order), TTL_MS, SCN_DIR; under Sentinel also REPLICA_PORTS, SENTINEL_PORTS,
 # SENTINEL_MASTER, SENTINEL_FAILOVER_TIMEOUT_MS. From deploy/lib.sh: rcli (under Sentinel:
 # to the master now), current_master, sentinel_names, role_of, wait_until, metric_sum,
-# free_port, redis_start, redis_pings, replica_acks; from loadtest/run: now_ms.
+# free_port, redis_start, redis_pings, replica_acks; from loadtest/run: now_ms,
+# sale_load_summary.
 
 lock_key() { echo "lock:{$ITEM}"; }
 # port_of N, pid_of N: the Nth instance's port and pid (1-based).

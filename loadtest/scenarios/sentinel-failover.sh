@@ -137,12 +137,7 @@ scenario_sentinel_failover() {
     held_ms=$(first_held_sale_ms "$kill_ns")
     restart_as_replica "${old##*:}" "$new" || { SCN_OBSERVED="the old master did not come back as a replica"; stop_bg; return 1; }
     wait "$load_pid" || { SCN_OBSERVED="sale-load failed: $(tail -n 3 "$SCN_DIR/load.out")"; return 1; }
-    # Its summary in the fields loadtest/run sums (wrk's).
-    grep '^{' "$SCN_DIR/load.out" | tail -n 1 | jq -c '{requests, ok: (.by_status["200"] // 0),
-        sold_out: (.by_status["409"] // 0), unavailable: (.by_status["503"] // 0),
-        lock_timeout: (.by_error.lock_timeout // 0),
-        other: (.requests - (.by_status["200"] // 0) - (.by_status["409"] // 0) - (.by_status["503"] // 0) - .no_answer),
-        socket_errors: .no_answer, timeouts: 0}' > "$SCN_DIR/wrk-load.out"
+    sale_load_summary "$SCN_DIR/load.out" > "$SCN_DIR/wrk-load.out"   # loadtest/run's
     final=$(rcli get "stock:{$ITEM}")
     check_out=$("$LOADTEST_DIR/check-history" "$hist" --stock "$STOCK" --final "$final" 2>&1)
     case $? in
