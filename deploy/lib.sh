@@ -1,5 +1,15 @@
 # lib.sh - shell helpers shared by deploy/ and loadtest/. Source it; it defines functions only.
 
+DEPLOY_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# in_net CMD...: CMD here, or in the test host HOSTS_VIA when it is set (deploy/hosts: a
+# stack on test hosts is reached from one of them; this machine has no route to them).
+in_net() {
+    if [ -n "${HOSTS_VIA:-}" ]; then "$DEPLOY_DIR/hosts" run "$HOSTS_VIA" "$@"; else "$@"; fi
+}
+# at_host ADDR DEFAULT_HOST: "HOST PORT" of ADDR, a port (on DEFAULT_HOST) or HOST:PORT.
+at_host() { case $1 in *:*) echo "${1%:*} ${1##*:}" ;; *) echo "$2 $1" ;; esac; }
+
 # free_port: prints a TCP port nobody listens on, on 127.0.0.1. Drawn below the kernel's
 # ephemeral range (ip_local_port_range), where outgoing connections take their ports.
 free_port() {
@@ -38,12 +48,13 @@ wait_until() {
     done
 }
 
-# metric_sum NAME: NAME summed over the instances of stack.env (INSTANCE_HOST,
-# INSTANCE_PORTS) that answer /metrics; prints nothing when none answers.
+# metric_sum NAME: NAME summed over the instances of stack.env (INSTANCE_PORTS: ports on
+# INSTANCE_HOST, or HOST:PORT) that answer /metrics; prints nothing when none answers.
 metric_sum() {
     local p
     for p in $INSTANCE_PORTS; do
-        curl -s -m 2 "http://$INSTANCE_HOST:$p/metrics" 2>/dev/null || true
+        set -- $(at_host "$p" "${INSTANCE_HOST:-127.0.0.1}")
+        in_net curl -s -m 2 "http://$1:$2/metrics" 2>/dev/null || true
     done | awk -v m="$1" '$1 == m { n += $2; seen = 1 } END { if (seen) print n }'
 }
 
@@ -56,7 +67,7 @@ json_field() {
 }
 
 # rcli [-p PORT | -s SOCKET] ARG...: redis-cli to the stack's Redis, or to another server
-# of the stack on PORT (on REDIS_HOST) or on the unix socket SOCKET. The stack's Redis is
+# of the stack on PORT (on REDIS_HOST; or HOST:PORT) or on the unix socket SOCKET. The stack's Redis is
 # its master now: with sentinels (SENTINEL_PORTS), the one they name and that says it is
 # a master (current_master; rcli fails, saying so, while there is none, as during a
 # failover); else REDIS_HOST (default 127.0.0.1) and REDIS_PORT. When REDIS_PASSWORD_FILE
@@ -65,7 +76,8 @@ json_field() {
 rcli() {
     local to=(-h "${REDIS_HOST:-127.0.0.1}" -p "${REDIS_PORT:-6379}") at
     case ${1:-} in
-    -p) to=(-h "${REDIS_HOST:-127.0.0.1}" -p "$2"); shift 2 ;;
+    -p) set -- $(at_host "$2" "${REDIS_HOST:-127.0.0.1}") "${@:3}"
+        to=(-h "$1" -p "$2"); shift 2 ;;
     -s) to=(-s "$2"); shift 2 ;;
     *)  if [ -n "${SENTINEL_PORTS:-}" ]; then
             at=$(current_master) ||
@@ -74,9 +86,9 @@ rcli() {
         fi ;;
     esac
     if [ -n "${REDIS_PASSWORD_FILE:-}" ]; then
-        REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") redis-cli "${to[@]}" "$@"
+        REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") in_net redis-cli "${to[@]}" "$@"
     else
-        redis-cli "${to[@]}" "$@"
+        in_net redis-cli "${to[@]}" "$@"
     fi
 }
 
@@ -113,14 +125,15 @@ replica_acks() {
 # --- Sentinel (a stack from deploy/up --sentinel: SENTINEL_PORTS, SENTINEL_MASTER,
 # SENTINEL_PASSWORD_FILE in stack.env) ---------------------------------------------------
 
-# sentinel_cli PORT ARG...: redis-cli to the stack's sentinel on PORT (on REDIS_HOST), with
-# the sentinels' password (SENTINEL_PASSWORD_FILE's first line, through REDISCLI_AUTH).
+# sentinel_cli PORT ARG...: redis-cli to the stack's sentinel on PORT (on REDIS_HOST; or
+# HOST:PORT), with the sentinels' password (SENTINEL_PASSWORD_FILE's first line, through
+# REDISCLI_AUTH).
 sentinel_cli() {
-    local port=$1; shift
+    local at; at=($(at_host "$1" "${REDIS_HOST:-127.0.0.1}")); shift
     if [ -n "${SENTINEL_PASSWORD_FILE:-}" ]; then
-        REDISCLI_AUTH=$(head -n 1 "$SENTINEL_PASSWORD_FILE") redis-cli -h "${REDIS_HOST:-127.0.0.1}" -p "$port" "$@"
+        REDISCLI_AUTH=$(head -n 1 "$SENTINEL_PASSWORD_FILE") in_net redis-cli -h "${at[0]}" -p "${at[1]}" "$@"
     else
-        redis-cli -h "${REDIS_HOST:-127.0.0.1}" -p "$port" "$@"
+        in_net redis-cli -h "${at[0]}" -p "${at[1]}" "$@"
     fi
 }
 
@@ -134,7 +147,7 @@ sentinel_names() {
 
 # role_of HOST:PORT: what the server says it is (ROLE's first word: master, slave), or
 # nothing when it does not answer.
-role_of() { REDIS_HOST=${1%:*} rcli -p "${1##*:}" role 2>/dev/null | head -n 1; }
+role_of() { rcli -p "$1" role 2>/dev/null | head -n 1; }
 
 # current_master: HOST:PORT of the stack's master now. Without sentinels, REDIS_HOST and
 # REDIS_PORT. With them, as the instances find it: the address a sentinel names (each of

@@ -25,6 +25,31 @@
 # sale_load_summary.
 
 lock_key() { echo "lock:{$ITEM}"; }
+
+# --- histories (build/sale-load --history: times on the load host's monotonic clock) ------
+# mono_offset_ns: realtime minus monotonic, in ns, on this host: date +%s%N minus it is the
+# load client's clock (CLOCK_MONOTONIC).
+mono_offset_ns() { python3 -c 'import time; print(time.time_ns() - time.monotonic_ns())'; }
+mono_now_ns() { echo $(( $(date +%s%N) - MONO_OFFSET )); }
+
+# history_report FILE T_NS: prints "sales gap_ms gap_from_ms first_after_ms sold_twice"
+# from the history: the 200s, the longest time with no 200 answered (between the load's
+# start and its end), where it began (ms after T_NS, the fault: a kill, a cut; negative
+# before), the first 200 sent after T_NS (ms from T_NS to its answer; -1: none), and the
+# 200s that share their remaining with another (a unit sold twice).
+history_report() {
+    jq -rs --argjson kill "$2" '
+        (map(.start_ns) | min) as $t0 | (map(.end_ns) | max) as $t1
+        | map(select(.status == 200)) as $ok
+        | ([$t0] + ($ok | map(.end_ns) | sort) + [$t1]) as $t
+        | ([range(1; $t | length) | {gap: ($t[.] - $t[. - 1]), from: $t[. - 1]}]
+           | max_by(.gap)) as $g
+        | ([$ok[] | select(.start_ns >= $kill) | .end_ns] | min) as $first
+        | ($ok | group_by(.remaining) | map(select(length > 1) | length - 1) | add // 0) as $twice
+        | "\($ok | length) \(($g.gap / 1e6) | floor) \((($g.from - $kill) / 1e6) | floor) \(if $first then (($first - $kill) / 1e6 | floor) else -1 end) \($twice)"
+    ' "$1"
+}
+
 # port_of N, pid_of N: the Nth instance's port and pid (1-based).
 port_of() { echo "$INSTANCE_PORTS" | awk -v n="$1" '{ print $n }'; }
 pid_of() { echo "$INSTANCE_PIDS" | awk -v n="$1" '{ print $n }'; }

@@ -32,29 +32,6 @@
 # A lease as in production (30 s: a stall would show whole); a stock the run cannot sell.
 defaults_sentinel_failover="ttl=30000 wait=10000 stock=1000000 sentinel"
 
-# mono_offset_ns: realtime minus monotonic, in ns, on this host: date +%s%N minus it is the
-# load client's clock (CLOCK_MONOTONIC).
-mono_offset_ns() { python3 -c 'import time; print(time.time_ns() - time.monotonic_ns())'; }
-mono_now_ns() { echo $(( $(date +%s%N) - MONO_OFFSET )); }
-
-# history_report FILE KILL_NS: prints "sales gap_ms gap_from_ms first_after_ms sold_twice"
-# from the history: the 200s, the longest time with no 200 answered (between the load's
-# start and its end), where it began (ms after the kill, negative before), the first 200
-# sent after the kill (ms from the kill to its answer; -1: none), and the 200s that share
-# their remaining with another (a unit sold twice).
-history_report() {
-    jq -rs --argjson kill "$2" '
-        (map(.start_ns) | min) as $t0 | (map(.end_ns) | max) as $t1
-        | map(select(.status == 200)) as $ok
-        | ([$t0] + ($ok | map(.end_ns) | sort) + [$t1]) as $t
-        | ([range(1; $t | length) | {gap: ($t[.] - $t[. - 1]), from: $t[. - 1]}]
-           | max_by(.gap)) as $g
-        | ([$ok[] | select(.start_ns >= $kill) | .end_ns] | min) as $first
-        | ($ok | group_by(.remaining) | map(select(length > 1) | length - 1) | add // 0) as $twice
-        | "\($ok | length) \(($g.gap / 1e6) | floor) \((($g.from - $kill) / 1e6) | floor) \(if $first then (($first - $kill) / 1e6 | floor) else -1 end) \($twice)"
-    ' "$1"
-}
-
 # held_sale: one sale of the held item through nginx; prints its status.
 held_sale() { curl -s -o /dev/null -m 15 -w '%{http_code}' "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$HELD"; }
 # first_held_sale_ms T0_NS: sells the held item until one is sold (30 s at most); prints

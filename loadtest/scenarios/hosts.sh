@@ -1,0 +1,140 @@
+# hosts.sh - A stack on test hosts (deploy/hosts): what the scenarios across hosts share.
+# Sourced by loadtest/run for a scenario whose defaults say hosts=N: no stack is brought
+# up on loopback; the scenario lays its own out on hosts h1..hN, each part on the address
+# of its host and the same port everywhere (as on real machines): Redis 6379, a sentinel
+# 26379, an instance 8001, nginx 8080. Pid files and logs go to RUN_DIR under deploy/up's
+# names (redis.pid for the data Redis started as master, replica-hK, sentinel-hK,
+# instance-hK), so deploy/down stops them; loadtest/run's finish removes the hosts.
+# Everything the scenario and loadtest/run then read goes through a host (HOSTS_VIA,
+# deploy/lib.sh's in_net): this machine has no route to them. The loads run in the hosts.
+#
+# Sets for loadtest/run and lib.sh, as stack.env would: REDIS_HOST, REDIS_PORT,
+# REDIS_PASSWORD_FILE, INSTANCE_PORTS (HOST:PORT each), INSTANCE_PIDS, and with sentinels
+# SENTINEL_PORTS (HOST:PORT each), SENTINEL_MASTER, SENTINEL_PASSWORD_FILE.
+
+HOSTS_BIN=$ROOT/deploy/hosts
+H_REDIS_PORT=6379 H_SENTINEL_PORT=26379 H_INSTANCE_PORT=8001 H_NGINX_PORT=8080
+export HOSTS_PREFIX=${HOSTS_PREFIX:-invlt}
+
+host_addr() { "$HOSTS_BIN" addr "$1"; }
+in_host() { local h=$1; shift; "$HOSTS_BIN" run "$h" "$@"; }
+
+# hosts_why_not: why test hosts cannot be made here (deploy/hosts check); fails when they can.
+hosts_why_not() { ! "$HOSTS_BIN" check; }
+
+# hosts_stack_up N: the hosts h1..hN and the stack's passwords (files only this user reads:
+# the Redis servers' in REDIS_CONF, the sentinels' in SENTINEL_PASSWORD_FILE).
+hosts_stack_up() {
+    local pw
+    "$HOSTS_BIN" up "$1" || return 1
+    HOSTS_UP=$1
+    HOSTS_VIA=h$1
+    REDIS_PASSWORD_FILE=$RUN_DIR/redis.pass SENTINEL_PASSWORD_FILE=$RUN_DIR/sentinel.pass
+    REDIS_CONF=$RUN_DIR/redis.conf SENTINEL_MASTER=inventory
+    (umask 077
+     head -c 24 /dev/urandom | base64 | tr '+/' '-_' > "$REDIS_PASSWORD_FILE"
+     head -c 24 /dev/urandom | base64 | tr '+/' '-_' > "$SENTINEL_PASSWORD_FILE"
+     pw=$(head -n 1 "$REDIS_PASSWORD_FILE")
+     printf 'requirepass "%s"\nmasterauth "%s"\n' "$pw" "$pw" > "$REDIS_CONF")
+    INSTANCE_PORTS="" INSTANCE_PIDS="" SENTINEL_PORTS="" REPLICA_PORTS=""
+}
+# hosts_stack_down: what runs in the hosts, by pid (deploy/down), then the hosts.
+hosts_stack_down() {
+    [ -n "${HOSTS_UP:-}" ] || return 0
+    "$ROOT/deploy/down" --run-dir "$RUN_DIR" --quiet || true
+    "$HOSTS_BIN" down || true
+    HOSTS_UP=""
+}
+
+# host_redis H [ARG...]: a data Redis in H on its address (AOF as FSYNC, data and log under
+# RUN_DIR: the first one started is the master, redis/; the others replica-H/); ARGs are
+# added (--replicaof, min-replicas-...). True once it answers.
+host_redis() {
+    local h=$1 name a; shift
+    a=$(host_addr "$h")
+    if [ -z "${REDIS_HOST:-}" ]; then name=redis; REDIS_HOST=$a REDIS_PORT=$H_REDIS_PORT
+    else name=replica-$h; REPLICA_PORTS="${REPLICA_PORTS:+$REPLICA_PORTS }$a:$H_REDIS_PORT"; fi
+    mkdir -p "$RUN_DIR/$name"
+    setsid "$HOSTS_BIN" run "$h" redis-server "$REDIS_CONF" --port "$H_REDIS_PORT" --bind "$a" \
+        --protected-mode no --appendonly yes --appendfsync "${FSYNC:-everysec}" --save '' \
+        --dir "$RUN_DIR/$name" --repl-diskless-sync-delay 0 "$@" \
+        </dev/null >>"$RUN_DIR/$name.log" 2>&1 &
+    printf '%s\nredis-server\n:%s \n' $! "$H_REDIS_PORT" > "$RUN_DIR/$name.pid"
+    wait_until 10 $! sh -c "[ \"\$(REDISCLI_AUTH=\$(cat '$REDIS_PASSWORD_FILE') '$HOSTS_BIN' run '$h' redis-cli -h '$a' -p '$H_REDIS_PORT' ping)\" = PONG ]"
+}
+
+# host_sentinel H QUORUM: a sentinel in H watching the master (REDIS_HOST) as SENTINEL_MASTER
+# with QUORUM, down after SENTINEL_DOWN_AFTER_MS (default 500), failover timeout
+# SENTINEL_FAILOVER_TIMEOUT_MS (default 4000).
+host_sentinel() {
+    local h=$1 a dir; a=$(host_addr "$h"); dir=$RUN_DIR/sentinel-$h
+    (umask 077; mkdir -p "$dir"
+     printf '%s\n' "port $H_SENTINEL_PORT" "bind $a" "protected-mode no" "dir $dir" \
+        "requirepass \"$(head -n 1 "$SENTINEL_PASSWORD_FILE")\"" \
+        "sentinel monitor $SENTINEL_MASTER $REDIS_HOST $REDIS_PORT $2" \
+        "sentinel auth-pass $SENTINEL_MASTER \"$(head -n 1 "$REDIS_PASSWORD_FILE")\"" \
+        "sentinel down-after-milliseconds $SENTINEL_MASTER ${SENTINEL_DOWN_AFTER_MS:-500}" \
+        "sentinel failover-timeout $SENTINEL_MASTER ${SENTINEL_FAILOVER_TIMEOUT_MS:-4000}" \
+        "sentinel parallel-syncs $SENTINEL_MASTER 1" > "$dir/sentinel.conf")
+    (umask 077; exec setsid "$HOSTS_BIN" run "$h" redis-server "$dir/sentinel.conf" --sentinel \
+        </dev/null >>"$RUN_DIR/sentinel-$h.log" 2>&1) &
+    printf '%s\nredis-server\n:%s \n[sentinel]\n' $! "$H_SENTINEL_PORT" > "$RUN_DIR/sentinel-$h.pid"
+    SENTINEL_PORTS="${SENTINEL_PORTS:+$SENTINEL_PORTS }$a:$H_SENTINEL_PORT"
+}
+# sentinels_ready REPLICAS: every sentinel knows REPLICAS replicas and every other sentinel.
+sentinels_ready() {
+    local s n; n=$(echo $SENTINEL_PORTS | wc -w)
+    for s in $SENTINEL_PORTS; do
+        sentinel_cli "$s" sentinel master "$SENTINEL_MASTER" 2>/dev/null |
+            awk -v r="$1" -v o="$((n - 1))" '
+                prev == "num-slaves" { sl = $0 } prev == "num-other-sentinels" { ot = $0 }
+                { prev = $0 } END { exit !(sl == r && ot == o) }' || return 1
+    done
+}
+
+# host_instance H [ARG...]: an instance in H on its address, named inventory-H, with the
+# run's lock settings (LOCK, TTL_MS, WAIT_MS, RETRY_MS, WAIT, COMBINE, REPLICAS), faults on
+# (the overlap probe), Redis found by the sentinels (or REDIS_HOST without them); ARGs are
+# added. True once it answers /health.
+host_instance() {
+    local h=$1 a bin=$ROOT/build/inventory-service args; a=$(host_addr "$h"); shift
+    args=(--bind "$a" --port "$H_INSTANCE_PORT" --name "inventory-$h" --lock "$LOCK" --faults
+          --redis-password-file "$REDIS_PASSWORD_FILE")
+    if [ -n "$SENTINEL_PORTS" ]; then
+        args+=(--sentinel "$(echo $SENTINEL_PORTS | tr ' ' ,)" --sentinel-master "$SENTINEL_MASTER"
+               --sentinel-password-file "$SENTINEL_PASSWORD_FILE")
+    else
+        args+=(--redis "$REDIS_HOST:$REDIS_PORT")
+    fi
+    [ -z "${TTL_MS:-}" ] || args+=(--ttl-ms "$TTL_MS")
+    [ -z "${WAIT_MS:-}" ] || args+=(--wait-ms "$WAIT_MS")
+    [ -z "${RETRY_MS:-}" ] || args+=(--retry-ms "$RETRY_MS")
+    [ -z "${WAIT:-}" ] || args+=(--wait "$WAIT")
+    [ -z "${COMBINE:-}" ] || args+=(--combine "$COMBINE")
+    [ -z "${REPLICAS:-}" ] || args+=(--replicas "$REPLICAS")
+    setsid "$HOSTS_BIN" run "$h" ${INSTANCE_WRAP:-} "$bin" "${args[@]}" "$@" \
+        </dev/null >>"$RUN_DIR/instance-$h.log" 2>&1 &
+    printf '%s\n%s \n--port %s \n' $! "$bin" "$H_INSTANCE_PORT" > "$RUN_DIR/instance-$h.pid"
+    INSTANCE_PORTS="${INSTANCE_PORTS:+$INSTANCE_PORTS }$a:$H_INSTANCE_PORT"
+    INSTANCE_PIDS="${INSTANCE_PIDS:+$INSTANCE_PIDS }$!"
+    wait_until 10 $! in_host "$h" curl -sf -m 2 -o /dev/null "http://$a:$H_INSTANCE_PORT/health"
+}
+
+# host_load H SECS CONNS NAME [ARG...]: build/sale-load in H against H's instance, in the
+# background (its pid appended to BG_PIDS), every answer in SCN_DIR/history-NAME.jsonl, its
+# summary in SCN_DIR/load-NAME.out.
+host_load() {
+    local h=$1 a; a=$(host_addr "$h")
+    in_host "$h" "$ROOT/build/sale-load" --url "http://$a:$H_INSTANCE_PORT/inventory/sale?item=$ITEM" \
+        -c "$3" -d "$2" --timeout-ms 10000 --history "$SCN_DIR/history-$4.jsonl" "${@:5}" \
+        > "$SCN_DIR/load-$4.out" 2>&1 &
+    BG_PIDS="$BG_PIDS $!"
+}
+
+# hosts_cut "A B..." "C D...": a partition: every host of the first group cut from every
+# host of the second. hosts_heal: every cut healed.
+hosts_cut() {
+    local a b
+    for a in $1; do for b in $2; do "$HOSTS_BIN" cut "$a" "$b"; done; done
+}
+hosts_heal() { "$HOSTS_BIN" heal; }

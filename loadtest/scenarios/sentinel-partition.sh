@@ -1,0 +1,145 @@
+# sentinel-partition.sh - Jepsen's partition (2013) of Redis under Sentinel, with a lock
+# and a stock: what the old master sells while it is cut off, and what the promoted
+# replica forgets of it.
+#
+# Five test hosts (deploy/hosts; scenarios/hosts.sh), laid out as Jepsen did:
+#   h1: the master, a sentinel, instance A and its clients
+#   h2: a replica, a sentinel
+#   h3: a replica, a sentinel
+#   h4: a sentinel, instance B and its clients
+#   h5: a sentinel
+# Five sentinels, quorum 3, down after 500 ms. Each side's clients (build/sale-load, 8
+# keep-alive connections, every answer in a history) sell through their own instance.
+# After 3 s the network is cut {h1,h2} | {h3,h4,h5} for SECS seconds, then healed, and
+# the load goes on for 15 s more. On the minority side, A keeps selling on the old master
+# (its two sentinels name it still); the majority's sentinels promote h3, and B follows
+# them. After the heal the sentinels demote the old master (it becomes h3's replica and
+# drops what it took alone): every sale it acknowledged since the cut is lost, and each
+# of those units is sold again: sold twice.
+# Reported: the checker's verdict on both histories; acknowledged sales lost (200s beyond
+# what the stock says was sold); stock sold twice; the sales A made on the old master
+# during the cut and after the heal until the demotion; when the majority promoted and
+# B's first sale after it; the longest time with no sale; answers by status.
+# Verdict: the flaw when acknowledged sales were lost (or the checker finds the history
+# impossible), whatever the lock: the lock lives in the same Redis and splits with it.
+#
+# Variants (what Redis offers; loadtest/evolution rows):
+#   sentinel-partition-min1  min-replicas-to-write 1, min-replicas-max-lag 10 on every data
+#                            server: the old master keeps its replica on h2, so nothing stops
+#   sentinel-partition-min2  min-replicas-to-write 2, min-replicas-max-lag 1: the old master
+#                            refuses writes once h3's acknowledgements are a second old, so
+#                            it sells only in that window
+#   sentinel-partition-wait  the instances' --replicas 2: a grant and a sale answer 200
+#                            only once both replicas acknowledged them (WAIT 2, sent after
+#                            the script on its connection); short of it, outcome_unknown
+#                            (503): no 200 on the minority side after the cut
+# (now_ms, sale_load_summary: loadtest/run's; mono_now_ns, history_report: lib.sh's.)
+
+defaults_sentinel_partition="ttl=2000 wait=3000 stock=1000000 hosts=5"
+defaults_sentinel_partition_min1=$defaults_sentinel_partition
+defaults_sentinel_partition_min2=$defaults_sentinel_partition
+defaults_sentinel_partition_wait=$defaults_sentinel_partition
+
+MINORITY="h1 h2" MAJORITY="h3 h4 h5"
+
+# partition_stack REDIS_ARG...: the layout above; REDIS_ARGs go to every data server.
+partition_stack() {
+    local h
+    hosts_stack_up 5 || { SCN_OBSERVED="deploy/hosts up 5 failed"; return 1; }
+    host_redis h1 "$@" || { SCN_OBSERVED="the master on h1 did not start"; return 1; }
+    for h in h2 h3; do
+        host_redis "$h" --replicaof "$REDIS_HOST" "$REDIS_PORT" "$@" ||
+            { SCN_OBSERVED="the replica on $h did not start"; return 1; }
+    done
+    wait_until 10 "" replica_acks "$REDIS_HOST" "$REDIS_PORT" 2 ||
+        { SCN_OBSERVED="the replicas did not acknowledge a write"; return 1; }
+    for h in h1 h2 h3 h4 h5; do host_sentinel "$h" 3; done
+    wait_until 20 "" sentinels_ready 2 ||
+        { SCN_OBSERVED="the five sentinels did not find each other and both replicas"; return 1; }
+    for h in h1 h4; do
+        host_instance "$h" || { SCN_OBSERVED="instance $h did not start: $(tail -n 2 "$RUN_DIR/instance-$h.log")"; return 1; }
+    done
+    rcli set "stock:{$ITEM}" "$STOCK" >/dev/null && rcli del "sold:{$ITEM}" "orders:{$ITEM}" >/dev/null
+}
+
+# majority_names_other OLD: a majority sentinel (h5's) names a master other than OLD, and
+# that server says it is one.
+majority_names_other() {
+    local at
+    at=$(HOSTS_VIA=h5 sentinel_names "$(host_addr h5):$H_SENTINEL_PORT") && [ "$at" != "$1" ] &&
+        [ "$(HOSTS_VIA=h5 role_of "$at")" = master ]
+}
+# demoted ADDR: the server at ADDR says it is a replica.
+demoted() { [ "$(role_of "$1")" = slave ]; }
+
+# side_sales HISTORY FROM_NS TO_NS: the 200s of HISTORY answered between FROM_NS and TO_NS.
+side_sales() {
+    jq -s --argjson a "$2" --argjson b "$3" \
+        '[.[] | select(.status == 200 and .end_ns >= $a and .end_ns < $b)] | length' "$1"
+}
+# first_sale_after HISTORY T_NS: ms from T_NS to the first 200 of HISTORY sent after it (-1).
+first_sale_after() {
+    jq -s --argjson t "$2" '[.[] | select(.status == 200 and .start_ns >= $t) | .end_ns] | min
+        | if . then ((. - $t) / 1e6 | floor) else -1 end' "$1"
+}
+
+scenario_sentinel_partition() { partition_play; }
+scenario_sentinel_partition_min1() { partition_play --min-replicas-to-write 1 --min-replicas-max-lag 10; }
+scenario_sentinel_partition_min2() { partition_play --min-replicas-to-write 2 --min-replicas-max-lag 1; }
+scenario_sentinel_partition_wait() { REPLICAS=2; partition_play; }
+
+# partition_play REDIS_ARG...: plays the scenario on the layout with REDIS_ARGs.
+partition_play() {
+    local cut_s=${SECS:-10} before_s=3 after_s=15 total old new hist=$SCN_DIR/history.jsonl
+    local cut_ns heal_ns prom_ns demote_ns final check_out verdict lost setting
+    local during after first_b s
+    setting="$*${REPLICAS:+--replicas $REPLICAS (WAIT on the grant and the sale)}"
+    [ -x "$ROOT/build/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
+    partition_stack "$@" || return 1
+    MONO_OFFSET=$(mono_offset_ns)
+    old=$REDIS_HOST:$REDIS_PORT
+    total=$(( before_s + cut_s + after_s ))
+    host_load h1 "$total" 8 A
+    host_load h4 "$total" 8 B
+    sleep "$before_s"
+    hosts_cut "$MINORITY" "$MAJORITY"
+    cut_ns=$(mono_now_ns)
+    wait_until "$cut_s" "" majority_names_other "$old" && prom_ns=$(mono_now_ns) || prom_ns=""
+    sleep "$(awk -v t=$(( cut_ns + cut_s * 1000000000 - $(mono_now_ns) )) 'BEGIN { printf "%.3f", (t > 0 ? t / 1e9 : 0) }')"
+    hosts_heal
+    heal_ns=$(mono_now_ns)
+    # The old master goes on as a master until the sentinels demote it (they wait a few
+    # seconds for its role to settle before they send it REPLICAOF).
+    wait_until "$after_s" "" demoted "$old" && demote_ns=$(mono_now_ns) || demote_ns=""
+    bg_wait
+    for s in A B; do
+        sale_load_summary "$SCN_DIR/load-$s.out" > "$SCN_DIR/wrk-$s.out" ||
+            { SCN_OBSERVED="sale-load $s failed: $(tail -n 2 "$SCN_DIR/load-$s.out")"; return 1; }
+    done
+    cat "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl" > "$hist"
+    wait_until 10 "" sentinels_agree || true
+    new=$(current_master) || { SCN_OBSERVED="no master after the heal"; return 1; }
+    final=$(rcli get "stock:{$ITEM}")
+    check_out=$("$LOADTEST_DIR/check-history" "$hist" --stock "$STOCK" --final "$final" 2>&1)
+    case $? in
+    0) verdict="possible" ;;
+    1) verdict="impossible: $(echo "$check_out" | head -n 1)" ;;
+    *) SCN_OBSERVED="check-history could not read the history: $check_out"; return 1 ;;
+    esac
+    set -- $(history_report "$hist" "$cut_ns")   # sales gap_ms gap_from_ms first_after_cut_ms sold_twice
+    lost=$(( $1 - (STOCK - final) )); [ "$lost" -gt 0 ] || lost=0
+    during=$(side_sales "$SCN_DIR/history-A.jsonl" "$cut_ns" "$heal_ns")
+    after=$(side_sales "$SCN_DIR/history-A.jsonl" "$heal_ns" "${demote_ns:-$heal_ns}")
+    first_b=-1; [ -z "$prom_ns" ] || first_b=$(first_sale_after "$SCN_DIR/history-B.jsonl" "$prom_ns")
+    SCN_FLAW=0
+    [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] || SCN_FLAW=1
+    SCN_OBSERVED="cut {h1,h2}|{h3,h4,h5} for ${cut_s} s${setting:+ with $setting}: the majority promoted $([ -n "$prom_ns" ] && echo "${new%:*} $(( (prom_ns - cut_ns) / 1000000 )) ms after the cut, B's first sale $first_b ms after that" || echo "no replica during the cut"); A sold $during on the old master during the cut and $after after the heal until it was demoted$([ -n "$demote_ns" ] && echo " ($(( (demote_ns - heal_ns) / 1000000 )) ms after the heal)" || echo " (not demoted within ${after_s} s)"); history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the cut); answers $(partition_answers)"
+}
+
+# partition_answers: both loads' answers by status (and by error for 503), one line.
+partition_answers() {
+    cat "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl" | jq -rs '
+        group_by(.status) | map("\(.[0].status) x \(length)" + if .[0].status == 503 then
+            " (" + (group_by(.error) | map("\(.[0].error) \(length)") | join(", ")) + ")" else "" end)
+        | join(", ")'
+}
