@@ -5,9 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A thread ends: its connection, out of its client's list. */
 static void thread_conn_free(void *p)
 {
-    rd_conn_close(p);
+    struct rd_conn *cn = p;
+
+    rd_thread_conn_close(cn->listed, cn);
 }
 
 static void client_free(struct rd_client *rc)
@@ -17,6 +20,7 @@ static void client_free(struct rd_client *rc)
     free(rc->host);
     free(rc->user);
     free(rc->password);
+    pthread_mutex_destroy(&rc->conns_mu);
     free(rc);
 }
 
@@ -28,6 +32,7 @@ struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_erro
         lock_fail(err, LOCK_E_NOMEM, "out of memory");
         return NULL;
     }
+    pthread_mutex_init(&rc->conns_mu, NULL);
     rc->locator = cfg->sentinels ? &rd_sentinel_locator : &rd_single_locator;
     rc->host = strdup(cfg->host ? cfg->host : "127.0.0.1");
     rc->port = cfg->port ? cfg->port : 6379;
@@ -62,10 +67,8 @@ void rd_client_destroy(struct rd_client *rc)
 
     if (rc == NULL)
         return;
-    if ((cn = pthread_getspecific(rc->key)) != NULL) {
-        pthread_setspecific(rc->key, NULL);
-        rd_conn_close(cn);
-    }
+    if ((cn = pthread_getspecific(rc->key)) != NULL)
+        rd_thread_conn_close(rc, cn);
     pthread_key_delete(rc->key);
     if (rc->locator->destroy)
         rc->locator->destroy(rc);

@@ -185,10 +185,8 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct loc
         cn->used_ms = now;
         return cn;
     }
-    if (cn) {
-        pthread_setspecific(rc->key, NULL);
-        rd_conn_close(cn);
-    }
+    if (cn)
+        rd_thread_conn_close(rc, cn);
     if ((cn = rc->locator->open(rc, key, err)) == NULL) {
         /* No connection: nothing of the caller's was sent (a try took nothing). */
         if (err->fault == LOCK_E_CONNECTION || err->fault == LOCK_E_TIMEOUT)
@@ -196,6 +194,14 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct loc
         tell_state(rc, 0, err->msg);
         return NULL;
     }
+    pthread_mutex_lock(&rc->conns_mu);
+    cn->listed = rc;
+    cn->prev = NULL;
+    cn->next = rc->conns;
+    if (rc->conns)
+        rc->conns->prev = cn;
+    rc->conns = cn;
+    pthread_mutex_unlock(&rc->conns_mu);
     pthread_setspecific(rc->key, cn);
     atomic_fetch_add(&rc->opens, 1);
     if (atomic_load(&rc->down))
@@ -203,13 +209,42 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct loc
     return cn;
 }
 
+void rd_thread_conn_close(struct rd_client *rc, struct rd_conn *cn)
+{
+    pthread_setspecific(rc->key, NULL);
+    if (cn->listed) {
+        pthread_mutex_lock(&rc->conns_mu);
+        if (cn->prev)
+            cn->prev->next = cn->next;
+        else
+            rc->conns = cn->next;
+        if (cn->next)
+            cn->next->prev = cn->prev;
+        pthread_mutex_unlock(&rc->conns_mu);
+    }
+    rd_conn_close(cn);
+}
+
+int rd_client_cut_stale(struct rd_client *rc)
+{
+    int n = 0;
+
+    if (rc->locator->stale == NULL)
+        return 0;
+    pthread_mutex_lock(&rc->conns_mu);
+    for (struct rd_conn *cn = rc->conns; cn; cn = cn->next)
+        if (rc->locator->stale(rc, cn) && shutdown(cn->c->fd, SHUT_RDWR) == 0)
+            n++;
+    pthread_mutex_unlock(&rc->conns_mu);
+    return n;
+}
+
 void rd_drop(struct rd_client *rc)
 {
     struct rd_conn *cn = pthread_getspecific(rc->key);
 
     if (cn) {
-        pthread_setspecific(rc->key, NULL);
-        rd_conn_close(cn);
+        rd_thread_conn_close(rc, cn);
         atomic_fetch_add(&rc->drops, 1);
     }
 }

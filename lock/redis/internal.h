@@ -16,6 +16,8 @@ struct rd_conn {
     long long used_ms;            /* monotonic: when it was last handed out */
     unsigned generation;          /* the locator's, when it was made (sentinel: the
                                      master's moves seen so far) */
+    struct rd_client *listed;     /* a thread's connection: in this client's list (else NULL) */
+    struct rd_conn *prev, *next;
 };
 
 enum { RD_SCRIPTS_KNOWN = 16 };
@@ -33,6 +35,10 @@ struct rd_client {
     atomic_int down;              /* 1 after on_state(0) was called, until a connect works */
     atomic_llong drops;
     atomic_llong opens;           /* connections opened: moves on every reconnect */
+    /* The threads' connections, so that another thread can cut the stale ones
+     * (rd_client_cut_stale); a connection leaves the list before it is closed. */
+    pthread_mutex_t conns_mu;
+    struct rd_conn *conns;
     /* Scripts this client has loaded (rd_script_load), until Redis says NOSCRIPT for
      * one: a slot holds a script or NULL, read and changed without a lock. */
     _Atomic(const struct rd_script *) known[RD_SCRIPTS_KNOWN];
@@ -65,6 +71,13 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct loc
 /* After an error that leaves the connection unusable: drops it, counts it, tells on_state,
  * and the locator forgets where the server was. */
 void rd_conn_failed(struct rd_client *rc, const struct lock_error *why);
+/* Closes the calling thread's connection (taking it out of the list first). */
+void rd_thread_conn_close(struct rd_client *rc, struct rd_conn *cn);
+/* The master moved (the locator's stale() says so of the connections made before): every
+ * thread's connection to the old one is shut down, so that a command waiting there for
+ * an answer that a partition will never let through fails now, not at its timeout, and
+ * its thread connects to the new master. Returns how many were cut. Any thread. */
+int rd_client_cut_stale(struct rd_client *rc);
 /* One command on a connection, blocking within its timeout. */
 struct rd_reply *rd_conn_command(struct rd_conn *cn, int types, struct lock_error *err,
                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));

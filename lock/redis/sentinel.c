@@ -23,9 +23,9 @@ struct sentinel {
     int n;
     char master[128];             /* the master's name, as the sentinels know it */
     char *user, *password;        /* the sentinels' credentials */
-    pthread_mutex_t mu;           /* guards at, known, sub */
+    pthread_mutex_t mu;           /* guards at, known, known_once, sub */
     struct rd_server at;          /* the master, as last confirmed or announced */
-    int known;
+    int known, known_once;
     atomic_uint generation;       /* bumped whenever the master moves */
     struct rd_conn *sub;          /* the listener's subscription, while it has one */
     pthread_t listener;
@@ -88,15 +88,23 @@ static int ask(struct rd_client *rc, struct sentinel *s, struct answers *a,
                      s->n, s->master, err->msg);
 }
 
-/* Records where the master is; bumps the generation when it moved. */
-static void set_master(struct sentinel *s, const struct rd_server *at)
+/* Records where the master is; bumps the generation when it moved (or was forgotten).
+ * When it moved to another address, every connection to the old one is cut: a command
+ * waiting there (behind a partition, an answer never comes) fails now and its thread
+ * moves, rather than at its 5 s timeout. */
+static void set_master(struct rd_client *rc, struct sentinel *s, const struct rd_server *at)
 {
+    int moved;
+
     pthread_mutex_lock(&s->mu);
-    if (!s->known || strcmp(s->at.host, at->host) != 0 || s->at.port != at->port)
+    moved = s->known_once && (strcmp(s->at.host, at->host) != 0 || s->at.port != at->port);
+    if (!s->known || moved)
         atomic_fetch_add(&s->generation, 1);
     s->at = *at;
-    s->known = 1;
+    s->known = s->known_once = 1;
     pthread_mutex_unlock(&s->mu);
+    if (moved)
+        rd_client_cut_stale(rc);
 }
 
 /* A connection to the address at, if it says it is a master (ROLE); else NULL. */
@@ -139,7 +147,7 @@ static struct rd_conn *confirm(struct rd_client *rc, struct sentinel *s, const s
         which = i;
     }
     if (found) {
-        set_master(s, &a->at[which]);
+        set_master(rc, s, &a->at[which]);
         found->generation = atomic_load(&s->generation);
     }
     return found;
@@ -184,7 +192,7 @@ static int sentinel_stale(struct rd_client *rc, const struct rd_conn *cn)
 }
 
 /* A +switch-master message: "NAME OLD-HOST OLD-PORT NEW-HOST NEW-PORT". */
-static void heard_switch(struct sentinel *s, const char *payload)
+static void heard_switch(struct rd_client *rc, struct sentinel *s, const char *payload)
 {
     char name[128], old_host[256], new_host[256];
     int old_port, new_port;
@@ -195,7 +203,7 @@ static void heard_switch(struct sentinel *s, const char *payload)
         return;
     snprintf(at.host, sizeof(at.host), "%s", new_host);
     at.port = new_port;
-    set_master(s, &at);
+    set_master(rc, s, &at);
 }
 
 /* One subscription to sentinel i, read until it ends or its deadline passes. */
@@ -219,10 +227,10 @@ static void listen_to(struct rd_client *rc, struct sentinel *s, int i)
     /* A switch missed while not subscribed: the sentinels' answer now says it (when they
      * agree; else the next connection sorts it out by ROLE). */
     if (ask(rc, s, &a, &err) == LOCK_OK && a.n == 1)
-        set_master(s, &a.at[0]);
+        set_master(rc, s, &a.at[0]);
     while (!atomic_load(&s->stopping) && (r = rd_conn_read(cn)) != NULL) {
         if (r->type == RD_ARRAY && r->elements == 3 && r->element[2]->type == RD_STRING)
-            heard_switch(s, r->element[2]->str);
+            heard_switch(rc, s, r->element[2]->str);
         rd_reply_free(r);
     }
     pthread_mutex_lock(&s->mu);
