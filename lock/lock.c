@@ -170,13 +170,19 @@ void lock_client_destroy(struct lock_client *lc)
     free(lc);
 }
 
+long lock_replicas_wait_ms(const struct lock_client *lc)
+{
+    long tenth = lc->cfg.ttl_ms / 10;
+
+    return tenth < 1 ? 1 : tenth > 4000 ? 4000 : tenth;
+}
+
 /* WAIT: a grant counts once cfg.replicas replicas of the data Redis have it (the lock
  * key and the fencing token), so that a failover to one of them cannot forget it. Waits
- * a tenth of the TTL, at most 4 s (below the connection's 5 s command timeout). LOCK_OK,
- * LOCK_UNAVAILABLE (too few acknowledged) or LOCK_ERROR. */
+ * lock_replicas_wait_ms. LOCK_OK, LOCK_UNAVAILABLE (too few acknowledged) or LOCK_ERROR. */
 static int replicated(struct lock_client *lc, struct lock_error *err)
 {
-    long timeout = lc->cfg.ttl_ms / 10 < 1 ? 1 : lc->cfg.ttl_ms / 10 > 4000 ? 4000 : lc->cfg.ttl_ms / 10;
+    long timeout = lock_replicas_wait_ms(lc);
     struct rd_reply *r = lock_command(lc, NULL, RD_T(RD_INTEGER), err, "WAIT %d %ld",
                                       lc->cfg.replicas, timeout);
     long long acked;

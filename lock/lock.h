@@ -185,6 +185,12 @@ void lock_abandon(struct lock_client *lc, struct lock_grant *g);
  * lease's time ran out. */
 int lock_grant_is_lost(struct lock_client *lc, const struct lock_grant *g);
 
+/* How long a WAIT for cfg.replicas replicas may take: a tenth of the TTL, at least 1 ms,
+ * at most 4 s (below the connection's 5 s command timeout, so that a WAIT that falls
+ * short answers rather than times out). The grant's WAIT uses it; so does a caller that
+ * waits for its own writes (the service's sale). */
+long lock_replicas_wait_ms(const struct lock_client *lc);
+
 /* 1 when a waiter in another process has asked for the lock since g was granted (it
  * was refused and said so on the lock's channel; notify only, else always 0). A holder
  * that serves more work under one grant gives it up early when asked. */

@@ -24,27 +24,36 @@ struct group {
 
 /* Sends one script per group in one round trip and sets every sale's outcome. Groups
  * with no reply after an error say outcome_unknown when their scripts were sent (they
- * may have run), redis_unavailable when nothing was. */
+ * may have run), redis_unavailable when nothing was. With --replicas, one WAIT rides
+ * after every script as the round trip's after (sent again behind a script Redis wanted
+ * loaded first): it covers the whole round's writes, and a sale it does not confirm
+ * answers outcome_unknown. */
 static void run_groups(struct group *groups, int ng)
 {
-    struct rd_batch b = { 0 };
+    struct rd_batch b = { 0 }, confirm = { 0 };
     struct lock_error err = { 0 };
-    int st = LOCK_OK;
+    int st = LOCK_OK, wait_at = -1;
 
     for (int g = 0; g < ng && st == LOCK_OK; g++)
         st = sale_atomic_add(&b, groups[g].rqs, groups[g].n, &err);
-    if (st == LOCK_OK)
-        st = rd_round_trip(svc_redis, NULL, &b, NULL, &err);
+    if (st == LOCK_OK) {
+        wait_at = sale_replicas_add(&confirm);
+        st = rd_round_trip(svc_redis, NULL, &b, confirm.n ? &confirm : NULL, &err);
+    }
     for (int g = 0; g < ng; g++) {
         metrics_batch(groups[g].n);
-        if (g < b.n && b.reply[g])
+        if (g < b.n && b.reply[g]) {
             sale_atomic_result(b.reply[g], groups[g].rqs, groups[g].n);
-        else
+            sale_replicas_check(&confirm, wait_at, groups[g].rqs, groups[g].n);
+        } else {
             sale_set_all(groups[g].rqs, groups[g].n,
                          b.sent ? SALE_OUTCOME_UNKNOWN
                          : lock_fault_is_io(err.fault) ? SALE_REDIS_DOWN : SALE_ERROR,
                          b.sent || lock_fault_is_io(err.fault) ? NULL : err.msg);
+        }
     }
+    if (wait_at >= 0)
+        rd_batch_reset(&confirm);
     rd_batch_reset(&b);
 }
 

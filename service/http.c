@@ -120,10 +120,27 @@ static long long now_us(void)
     return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
 }
 
+/* What an outcome_unknown answer says: why the outcome is unknown, and how to learn it. */
+static const char *unknown_message(const struct sale_request *rq)
+{
+    if (rq->out.unreplicated)
+        return rq->idem_key ? "the sale was written, but fewer replicas than --replicas asks "
+                              "acknowledged it in time: a failover may undo it; retry with the "
+                              "same Idempotency-Key to learn its outcome"
+                            : "the sale was written, but fewer replicas than --replicas asks "
+                              "acknowledged it in time: a failover may undo it; send an "
+                              "Idempotency-Key to make a retry safe";
+    return rq->idem_key ? "the sale was sent to Redis and its answer lost: retry with the "
+                          "same Idempotency-Key to learn its outcome"
+                        : "the sale was sent to Redis and its answer lost: it may be done; "
+                          "send an Idempotency-Key to make a retry safe";
+}
+
 /* A sale's answer: sale_results gives the status and error string of each result. A
  * replayed answer is the first one again (its instance, "replayed":true); a sale whose
  * outcome is unknown names the key to retry with. Results that need a look are logged
- * with the request id, which every answer carries. */
+ * with the request id, which every answer carries; not a write the replicas fell short
+ * of, which replicas.c counts and logs once a second at most. */
 static enum MHD_Result answer_sale(struct MHD_Connection *conn, const struct sale_request *rq,
                                    long long started_us)
 {
@@ -135,7 +152,7 @@ static enum MHD_Result answer_sale(struct MHD_Connection *conn, const struct sal
     metrics_sale_latency(now_us() - started_us);
     if (out->replayed)
         metrics_replay();
-    if (out->result == SALE_OUTCOME_UNKNOWN || out->result == SALE_ERROR ||
+    if ((out->result == SALE_OUTCOME_UNKNOWN && !out->unreplicated) || out->result == SALE_ERROR ||
         out->result == SALE_BAD_STOCK || out->result == SALE_LEASE_LOST)
         log_event("WARN", "request %s: sale of %s: %s%s%s", rq->request_id, rq->item, info->error,
                   out->message[0] ? ": " : "", out->message);
@@ -152,11 +169,7 @@ static enum MHD_Result answer_sale(struct MHD_Connection *conn, const struct sal
         if (out->result == SALE_SOLD_OUT)
             json_object_set_new(body, "remaining", json_integer(0));
         else if (out->result == SALE_OUTCOME_UNKNOWN)
-            json_object_set_new(body, "message", json_string(
-                rq->idem_key ? "the sale was sent to Redis and its answer lost: retry with the "
-                               "same Idempotency-Key to learn its outcome"
-                             : "the sale was sent to Redis and its answer lost: it may be done; "
-                               "send an Idempotency-Key to make a retry safe"));
+            json_object_set_new(body, "message", json_string(unknown_message(rq)));
         else if (out->message[0])
             json_object_set_new(body, "message", json_string(out->message));
     }

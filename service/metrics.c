@@ -22,7 +22,7 @@ static atomic_llong bad_requests;
 static atomic_llong in_flight;
 static struct histogram lock_wait, sale_latency;
 static atomic_llong batches, batched_sales;
-static atomic_llong replays, overlaps, line_timeouts;
+static atomic_llong replays, overlaps, line_timeouts, unreplicated;
 
 static void observe(struct histogram *h, long long us)
 {
@@ -90,6 +90,11 @@ void metrics_replay(void)
     atomic_fetch_add(&replays, 1);
 }
 
+void metrics_unreplicated(int n)
+{
+    atomic_fetch_add(&unreplicated, n);
+}
+
 void metrics_line_timeout(void)
 {
     atomic_fetch_add(&line_timeouts, 1);
@@ -144,6 +149,9 @@ char *metrics_render(size_t *len)
             atomic_load(&svc_lock->notifications));
     COUNTER("inventory_idempotent_replays_total",
             "Sales answered with the first answer to their Idempotency-Key.", atomic_load(&replays));
+    COUNTER("inventory_sale_unreplicated_total",
+            "Sales written but answered outcome_unknown: fewer than --replicas replicas "
+            "acknowledged the write in time (WAIT).", atomic_load(&unreplicated));
     COUNTER("inventory_redis_reconnects_total",
             "Redis connections dropped after an error (the next use reconnects).",
             rd_client_drops(svc_redis));

@@ -11,7 +11,8 @@
 /* What a batch's sell step did. */
 enum sell_step {
     SELL_KEPT,        /* sold (or answered 409); the grant is still held */
-    SELL_FAILED,      /* the write failed (outcomes say why); the grant is still held */
+    SELL_FAILED,      /* the write failed, or fewer than --replicas replicas have it
+                         (outcomes say why); the grant is still held */
     SELL_UNSURE,      /* the write timed out: it may still run, so the grant is abandoned
                          (its lease runs out), never released on another connection */
     SELL_RELEASED,    /* the write rode with the release: the grant is given back */
@@ -89,34 +90,48 @@ static int leaving(struct rd_batch *b, int *at, const struct lock_grant *g, long
 
 /* The write sent alone (at: its index in writes, -1 for none), the grant kept for the
  * next batch: the stock goes down by what was sold. A write sent whose reply never came
- * answers outcome_unknown. */
+ * answers outcome_unknown. With --replicas, WAIT rides right after it as the round
+ * trip's after (sent again behind the write, should Redis want the script loaded first);
+ * a write it does not confirm answers outcome_unknown and ends the grant: the next batch
+ * is not built on it. */
 static enum sell_step write_alone(struct rd_batch *writes, int at, long long *stock, long long k,
                                   struct sale_request **rqs, int n)
 {
     struct lock_error err = { 0 };
+    struct rd_batch confirm = { 0 };
+    int wait_at = at >= 0 ? sale_replicas_add(&confirm) : -1;
+    enum sell_step step = SELL_KEPT;
     long long sold;
 
-    if (rd_round_trip(svc_redis, NULL, writes, NULL, &err) != LOCK_OK && at >= 0 &&
-        writes->reply[at] == NULL) {
+    if (rd_round_trip(svc_redis, NULL, writes, confirm.n ? &confirm : NULL, &err) != LOCK_OK &&
+        at >= 0 && writes->reply[at] == NULL) {
         sale_set_all(rqs, n, writes->sent ? SALE_OUTCOME_UNKNOWN : SALE_REDIS_DOWN, NULL);
-        return writes->sent && err.fault == LOCK_E_TIMEOUT ? SELL_UNSURE : SELL_FAILED;
+        step = writes->sent && err.fault == LOCK_E_TIMEOUT ? SELL_UNSURE : SELL_FAILED;
+    } else if (at >= 0 && (sold = sale_write_result(writes->reply[at], k, rqs, n)) < 0) {
+        step = SELL_FAILED;
+    } else if (at >= 0) {
+        *stock -= sold;
+        if (sale_replicas_check(&confirm, wait_at, rqs, n) > 0)
+            step = SELL_FAILED;
     }
-    if (at < 0)
-        return SELL_KEPT;
-    if ((sold = sale_write_result(writes->reply[at], k, rqs, n)) < 0)
-        return SELL_FAILED;
-    *stock -= sold;
-    return SELL_KEPT;
+    if (wait_at >= 0)
+        rd_batch_reset(&confirm);
+    return step;
 }
 
 /* The write (at: its index in writes, -1 for none) rides with the release: its own reply
- * decides; without one, it was sent with the release and may be done. */
+ * decides; without one, it was sent with the release and may be done. With --replicas,
+ * WAIT goes between the write and the release, on the same connection: Redis runs
+ * nothing more of this connection's until WAIT answers, so the lock is held until the
+ * write is on the replicas (or WAIT gave up). Released first, the next holder could read
+ * the stock this write left and sell on top of a write that a failover may still undo. */
 static enum sell_step write_and_release(struct lock_grant *g, struct rd_batch *writes, int at,
                                         long long k, struct sale_request **rqs, int n)
 {
     struct lock_error err = { 0 };
     struct lock_pause pause;
     struct rd_reply *r;
+    int wait_at = at >= 0 ? sale_replicas_add(writes) : -1;
     int st = lock_release(svc_lock, g, writes->n ? writes : NULL,
                           faults_release_pause(rqs[0], &pause), &err);
 
@@ -125,12 +140,14 @@ static enum sell_step write_and_release(struct lock_grant *g, struct rd_batch *w
             rqs[i]->out.lease_lost = 1;
     if (at < 0)
         return SELL_RELEASED;
-    if ((r = writes->reply[at]) == NULL)
+    if ((r = writes->reply[at]) == NULL) {
         sale_set_all(rqs, n, writes->sent ? SALE_OUTCOME_UNKNOWN : SALE_REDIS_DOWN, NULL);
-    else if (r->fault == LOCK_E_NOSCRIPT)
+    } else if (r->fault == LOCK_E_NOSCRIPT) {
         return SELL_AGAIN;   /* nothing ran; the layer has loaded it for the next grant */
-    else
+    } else {
         sale_write_result(r, k, rqs, n);
+        sale_replicas_check(writes, wait_at, rqs, n);
+    }
     return SELL_RELEASED;
 }
 

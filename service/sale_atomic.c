@@ -62,19 +62,28 @@ void sale_atomic_result(const struct rd_reply *r, struct sale_request **rqs, int
     }
 }
 
+/* With --replicas, WAIT rides right after the script as the round trip's after (sent
+ * again behind it, should Redis want the script loaded first): a sale it does not confirm
+ * answers outcome_unknown. */
 void sale_atomic_run(struct sale_request *rq)
 {
-    struct rd_batch b = { 0 };
+    struct rd_batch b = { 0 }, confirm = { 0 };
     struct lock_error err = { 0 };
+    int wait_at = sale_replicas_add(&confirm);
 
     metrics_batch(1);
     if (sale_atomic_add(&b, &rq, 1, &err) != LOCK_OK) {
         sale_set_all(&rq, 1, SALE_ERROR, err.msg);
-    } else if (rd_round_trip(svc_redis, NULL, &b, NULL, &err) != LOCK_OK) {
-        /* Not sent (no connection): nothing sold. Sent and no answer: maybe done. */
+    } else if (rd_round_trip(svc_redis, NULL, &b, confirm.n ? &confirm : NULL, &err) != LOCK_OK &&
+               (wait_at < 0 || b.reply[0] == NULL)) {
+        /* Not sent (no connection): nothing sold. Sent and no answer: maybe done. (The
+         * script's answer and no WAIT's: the check below says outcome_unknown.) */
         sale_set_all(&rq, 1, b.sent ? SALE_OUTCOME_UNKNOWN : SALE_REDIS_DOWN, NULL);
     } else {
         sale_atomic_result(b.reply[0], &rq, 1);
+        sale_replicas_check(&confirm, wait_at, &rq, 1);
     }
+    if (wait_at >= 0)
+        rd_batch_reset(&confirm);
     rd_batch_reset(&b);
 }

@@ -28,7 +28,8 @@ struct service_config {
     const char *sentinel_user;   /* from SENTINEL_USER (NULL: the default user) */
     char sentinel_password[513]; /* from --sentinel-password-file or SENTINEL_PASSWORD */
     char redis_label[256];       /* "HOST:PORT" or "sentinel master NAME", for logs */
-    int replicas;                /* WAIT for this many replicas before a grant counts */
+    int replicas;                /* WAIT for this many replicas before a grant or a
+                                    sale's write counts */
     const char *redis_user;      /* from REDIS_USER (NULL: the default user) */
     char redis_password[513];    /* from --redis-password-file or REDIS_PASSWORD; "" none */
     long ttl_ms, wait_ms, retry_ms;
@@ -95,6 +96,8 @@ struct sale_outcome {
     long long token;
     int lease_lost;         /* the lock said our lease was gone by the time we released */
     int replayed;           /* the first answer to this idempotency key, given again */
+    int unreplicated;       /* outcome_unknown because fewer than --replicas replicas
+                               acknowledged the write in time (replicas.c) */
     char instance[64];      /* replayed: the instance that sold it */
     char message[192];
 };
@@ -176,6 +179,16 @@ void sale_atomic_result(const struct rd_reply *r, struct sale_request **rqs, int
 /* One atomic sale on the calling thread. */
 void sale_atomic_run(struct sale_request *rq);
 
+/* --- replicas.c: the sale's write confirmed by WAIT (--replicas N). --- */
+/* Appends WAIT N (lock_replicas_wait_ms) to b, to be sent right after the write on the
+ * same connection; returns its index in b (where it would be, had it not gone in: then no
+ * reply confirms the write), or -1 without --replicas (nothing added). */
+int sale_replicas_add(struct rd_batch *b);
+/* After the round trip: when the WAIT at index at of b (-1: none) did not answer N or
+ * more, every sold sale of rqs[0..n) answers outcome_unknown instead (marked unreplicated,
+ * counted); others (sold out, ...) keep their outcome. Returns how many were turned. */
+int sale_replicas_check(const struct rd_batch *b, int at, struct sale_request **rqs, int n);
+
 /* --- probe.c: the mutual-exclusion probe (--faults): who is inside the critical section. */
 /* Enter: id joins probe:{item}; an overlap is counted when someone else is inside. */
 void probe_enter(const char *item, const char *id);
@@ -203,6 +216,8 @@ void metrics_lock_wait(long long waited_ms);
 void metrics_line_timeout(void);
 void metrics_batch(int n);
 void metrics_replay(void);
+/* n sales answered outcome_unknown: their write fell short of --replicas (replicas.c). */
+void metrics_unreplicated(int n);
 void metrics_sale_latency(long long us);
 void metrics_overlap(void);
 /* Renders the Prometheus text; the caller frees it. NULL when out of memory. */
