@@ -28,6 +28,11 @@ void sale_set_all(struct sale_request **rqs, int n, enum sale_result res, const 
     }
 }
 
+/* Redis refused a write for want of replicas (min-replicas-to-write): a script is refused
+ * at its first write, so nothing was written; Redis is up but takes no writes now. */
+static const char refused_no_replicas[] =
+    "Redis takes no writes now: too few replicas (min-replicas-to-write); nothing was written";
+
 void sale_acquire_failed(int st, const struct lock_error *err, struct sale_request **rqs, int n)
 {
     char msg[160];
@@ -36,6 +41,8 @@ void sale_acquire_failed(int st, const struct lock_error *err, struct sale_reque
         sale_set_all(rqs, n, SALE_LOCK_TIMEOUT, NULL);
     } else if (st == LOCK_UNAVAILABLE) {
         sale_set_all(rqs, n, SALE_LOCK_UNAVAILABLE, NULL);
+    } else if (err->fault == LOCK_E_NOREPLICAS) {
+        sale_set_all(rqs, n, SALE_REDIS_DOWN, refused_no_replicas);
     } else if (lock_fault_is_io(err->fault) || err->fault == LOCK_E_AUTH) {
         sale_set_all(rqs, n, SALE_REDIS_DOWN, NULL);
     } else {
@@ -101,6 +108,10 @@ int sale_script_answer(const struct rd_reply *r, struct sale_request **rqs, int 
     if (r->type != RD_ERROR)
         return 0;
     rd_reply_error(r, &err);
+    if (err.fault == LOCK_E_NOREPLICAS) {
+        sale_set_all(rqs, n, SALE_REDIS_DOWN, refused_no_replicas);
+        return 1;
+    }
     for (size_t i = 0; i < sizeof(script_errors) / sizeof(script_errors[0]); i++) {
         if (err.fault != LOCK_E_REPLY || strcmp(err.code, script_errors[i].code) != 0)
             continue;

@@ -143,4 +143,20 @@ check_eq "  no log line per request (one WARN at most a second)" "1 0" \
 check_eq "  the lock is given back" 0 "$(on "$M" exists 'lock:{c}')"
 check "the replica thawed catches up" wait_until 10 "" synced
 
+# --- min-replicas-to-write: Redis refuses the write itself -------------------------------
+# A master with min-replicas-to-write 1 and no replica: the lock's try and the atomic sale
+# are refused at their first write (NOREPLICAS): 503 redis_unavailable, saying why, and
+# nothing written (was 500 "error" with Redis's message).
+start_redis --min-replicas-to-write 1 || exit 1; N=$REDIS_PORT
+on "$N" config set min-replicas-to-write 0 >/dev/null
+on "$N" set 'stock:{n}' 10 >/dev/null
+on "$N" config set min-replicas-to-write 1 >/dev/null
+for lock in v8 v9 atomic; do
+    start_service X --redis "127.0.0.1:$N" --lock "$lock" --name "norepl-$lock" || exit 1
+    check_eq "min-replicas-to-write 1, no replica, $lock: 503 redis_unavailable" "503 redis_unavailable" \
+        "$(sale "$X" n "$T_TMP/n.json") $(error_of "$T_TMP/n.json")"
+    check "  it says why" grep -q 'too few replicas (min-replicas-to-write); nothing was written' "$T_TMP/n.json"
+    check_eq "  nothing written" 10 "$(on "$N" get 'stock:{n}')"
+done
+
 t_report
