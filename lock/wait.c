@@ -59,6 +59,9 @@ struct notify {
 };
 
 enum { QUEUES_MAX = 4096 };
+/* The subscriber's liveness check: silent this long, it PINGs; silent as long again, the
+ * connection is taken as dead (a partition sends no reset) and made anew. */
+enum { SUB_IDLE_MS = 1000 };
 
 /* Waits on cv until the monotonic time until_ms; returns ETIMEDOUT once it has passed. */
 static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, long long until_ms)
@@ -181,7 +184,7 @@ static void *subscriber_main(void *arg)
             continue;
         set_sub(n, c);
         /* ["pmessage", pattern, channel, payload] per message, until the connection ends. */
-        while (!atomic_load(&n->stopping) && (r = rd_conn_read(c)) != NULL) {
+        while (!atomic_load(&n->stopping) && (r = rd_conn_read(c, SUB_IDLE_MS)) != NULL) {
             if (r->type == RD_ARRAY && r->elements == 4 && r->element[2]->type == RD_STRING &&
                 r->element[3]->type == RD_STRING)
                 heard(n, r->element[2], r->element[3]->str);

@@ -4,6 +4,7 @@
  * (locate.c, sentinel.c). */
 #include "lock/redis/internal.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -69,10 +70,35 @@ struct rd_reply *rd_conn_command(struct rd_conn *cn, int types, struct lock_erro
     return r;
 }
 
+/* Puts cn in rc's list of connections that rd_client_cut_stale may cut. */
+static void conn_list(struct rd_client *rc, struct rd_conn *cn)
+{
+    pthread_mutex_lock(&rc->conns_mu);
+    cn->listed = rc;
+    cn->prev = NULL;
+    cn->next = rc->conns;
+    if (rc->conns)
+        rc->conns->prev = cn;
+    rc->conns = cn;
+    pthread_mutex_unlock(&rc->conns_mu);
+}
+
 void rd_conn_close(struct rd_conn *cn)
 {
+    struct rd_client *rc;
+
     if (cn == NULL)
         return;
+    if ((rc = cn->listed) != NULL) {
+        pthread_mutex_lock(&rc->conns_mu);
+        if (cn->prev)
+            cn->prev->next = cn->next;
+        else
+            rc->conns = cn->next;
+        if (cn->next)
+            cn->next->prev = cn->prev;
+        pthread_mutex_unlock(&rc->conns_mu);
+    }
     if (cn->c)
         redisFree(cn->c);
     free(cn);
@@ -194,14 +220,7 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct loc
         tell_state(rc, 0, err->msg);
         return NULL;
     }
-    pthread_mutex_lock(&rc->conns_mu);
-    cn->listed = rc;
-    cn->prev = NULL;
-    cn->next = rc->conns;
-    if (rc->conns)
-        rc->conns->prev = cn;
-    rc->conns = cn;
-    pthread_mutex_unlock(&rc->conns_mu);
+    conn_list(rc, cn);
     pthread_setspecific(rc->key, cn);
     atomic_fetch_add(&rc->opens, 1);
     if (atomic_load(&rc->down))
@@ -212,16 +231,6 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct loc
 void rd_thread_conn_close(struct rd_client *rc, struct rd_conn *cn)
 {
     pthread_setspecific(rc->key, NULL);
-    if (cn->listed) {
-        pthread_mutex_lock(&rc->conns_mu);
-        if (cn->prev)
-            cn->prev->next = cn->next;
-        else
-            rc->conns = cn->next;
-        if (cn->next)
-            cn->next->prev = cn->prev;
-        pthread_mutex_unlock(&rc->conns_mu);
-    }
     rd_conn_close(cn);
 }
 
@@ -251,6 +260,14 @@ void rd_drop(struct rd_client *rc)
 
 void rd_conn_failed(struct rd_client *rc, const struct lock_error *why)
 {
+    struct rd_conn *cn = pthread_getspecific(rc->key);
+
+    /* A connection to a master that moved was cut on purpose (rd_client_cut_stale): the
+     * locator knows the new one; Redis is not down. */
+    if (cn && rc->locator->stale && rc->locator->stale(rc, cn)) {
+        rd_drop(rc);
+        return;
+    }
     tell_state(rc, 0, why->msg);
     rd_conn_moved(rc);
 }
@@ -266,7 +283,11 @@ void rd_conn_moved(struct rd_client *rc)
 
 struct rd_conn *rd_conn_open(struct rd_client *rc, struct lock_error *err)
 {
-    return rc->locator->open(rc, NULL, err);
+    struct rd_conn *cn = rc->locator->open(rc, NULL, err);
+
+    if (cn)
+        conn_list(rc, cn);
+    return cn;
 }
 
 struct rd_reply *rd_conn_call(struct rd_conn *cn, int types, long timeout_ms,
@@ -282,13 +303,43 @@ struct rd_reply *rd_conn_call(struct rd_conn *cn, int types, long timeout_ms,
     return r;
 }
 
-struct rd_reply *rd_conn_read(struct rd_conn *cn)
+/* Sends PING without waiting for its answer. */
+static int ping_sent(struct rd_conn *cn)
 {
-    void *r = NULL;
+    int done = 0;
 
-    if (redisGetReply(cn->c, &r) != REDIS_OK)
-        return NULL;
-    return r;
+    if (redisAppendCommand(cn->c, "PING") != REDIS_OK)
+        return 0;
+    while (!done)
+        if (redisBufferWrite(cn->c, &done) != REDIS_OK)
+            return 0;
+    return 1;
+}
+
+struct rd_reply *rd_conn_read(struct rd_conn *cn, long idle_ms)
+{
+    int pinged = 0;
+
+    for (;;) {
+        void *r = NULL;
+        struct pollfd p = { .fd = cn->c->fd, .events = POLLIN };
+        int n;
+
+        if (redisGetReplyFromReader(cn->c, &r) != REDIS_OK)
+            return NULL;
+        if (r)
+            return r;
+        n = poll(&p, 1, idle_ms > 0 ? (int)idle_ms : -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 && !pinged && ping_sent(cn)) {
+            pinged = 1;
+            continue;
+        }
+        if (n <= 0 || redisBufferRead(cn->c) != REDIS_OK)
+            return NULL;   /* silent after a PING, or ended */
+        pinged = 0;
+    }
 }
 
 void rd_conn_shutdown(struct rd_conn *cn)

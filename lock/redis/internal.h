@@ -16,7 +16,7 @@ struct rd_conn {
     long long used_ms;            /* monotonic: when it was last handed out */
     unsigned generation;          /* the locator's, when it was made (sentinel: the
                                      master's moves seen so far) */
-    struct rd_client *listed;     /* a thread's connection: in this client's list (else NULL) */
+    struct rd_client *listed;     /* in this client's list of connections (else NULL) */
     struct rd_conn *prev, *next;
 };
 
@@ -35,8 +35,8 @@ struct rd_client {
     atomic_int down;              /* 1 after on_state(0) was called, until a connect works */
     atomic_llong drops;
     atomic_llong opens;           /* connections opened: moves on every reconnect */
-    /* The threads' connections, so that another thread can cut the stale ones
-     * (rd_client_cut_stale); a connection leaves the list before it is closed. */
+    /* The threads' connections and those of rd_conn_open, so that another thread can cut
+     * the stale ones (rd_client_cut_stale); a connection leaves the list as it closes. */
     pthread_mutex_t conns_mu;
     struct rd_conn *conns;
     /* Scripts this client has loaded (rd_script_load), until Redis says NOSCRIPT for

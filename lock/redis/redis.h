@@ -186,9 +186,11 @@ struct rd_conn *rd_conn_open(struct rd_client *rc, struct lock_error *err);
 struct rd_reply *rd_conn_call(struct rd_conn *cn, int types, long timeout_ms,
                               struct lock_error *err, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-/* Reads the next reply pushed on it (a subscriber's message), blocking until one comes
- * or the connection ends; NULL then. */
-struct rd_reply *rd_conn_read(struct rd_conn *cn);
+/* Reads the next reply pushed on it (a subscriber's message), blocking until one comes;
+ * NULL when the connection ends, or is silent idle_ms, then idle_ms more after a PING
+ * (a server behind a partition sends no reset; a subscriber's PING answer, ["pong", ""],
+ * is returned like any message). idle_ms 0: no PING, wait for ever. */
+struct rd_reply *rd_conn_read(struct rd_conn *cn, long idle_ms);
 /* Ends a blocked rd_conn_read from another thread. */
 void rd_conn_shutdown(struct rd_conn *cn);
 void rd_conn_close(struct rd_conn *cn);

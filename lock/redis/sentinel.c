@@ -14,9 +14,10 @@
 
 #include "lock/clock.h"
 
-/* How long the listener waits for a message before it subscribes again (its liveness
- * check: a sentinel behind a partition never answers, and never resets). */
-enum { LISTEN_DEADLINE_MS = 2000 };
+/* A listener's liveness check: a subscription silent this long is sent a PING; silent as
+ * long again, it is taken as dead and made anew (a sentinel behind a partition never
+ * answers, and never resets). */
+enum { LISTEN_IDLE_MS = 1000 };
 
 struct sentinel {
     struct rd_server sentinel[RD_SERVERS_MAX];
@@ -27,8 +28,16 @@ struct sentinel {
     struct rd_server at;          /* the master, as last confirmed or announced */
     int known, known_once;
     atomic_uint generation;       /* bumped whenever the master moves */
-    struct rd_conn *sub;          /* the listener's subscription, while it has one */
-    pthread_t listener;
+    /* One listener per sentinel, each subscribed to +switch-master on its own: the
+     * switch is heard from whichever sentinel can still be reached. */
+    struct listener {
+        struct rd_client *rc;
+        int i;
+        pthread_t thread;
+        int started;
+    } listener[RD_SERVERS_MAX];
+    struct rd_conn *sub[RD_SERVERS_MAX];   /* each listener's subscription, while it has one */
+    atomic_int reach[RD_SERVERS_MAX];      /* 1 subscribed, -1 not reached, 0 not tried */
     atomic_int stopping;
 };
 
@@ -57,13 +66,21 @@ static void answers_add(struct answers *a, const struct rd_server *at)
 }
 
 /* Asks every sentinel for the master's address (they may disagree: one that missed a
- * failover, one behind a partition). LOCK_OK when at least one named one, else
- * LOCK_ERROR with err saying why (none answered, or none knows the name). */
+ * failover, one behind a partition), but those its listener cannot reach now (each would
+ * cost a connect timeout: a partition answers nothing), unless no listener reaches one.
+ * LOCK_OK when at least one named one, else LOCK_ERROR with err saying why (none
+ * answered, or none knows the name). */
 static int ask(struct rd_client *rc, struct sentinel *s, struct answers *a,
                struct lock_error *err)
 {
+    int any_reached = 0;
+
+    for (int i = 0; i < s->n; i++)
+        any_reached |= atomic_load(&s->reach[i]) >= 0;
     a->n = a->answered = 0;
     for (int i = 0; i < s->n; i++) {
+        if (any_reached && atomic_load(&s->reach[i]) < 0)
+            continue;
         struct rd_conn *cn = sentinel_connect(rc, s, i, err);
         struct rd_reply *r = cn ? rd_conn_command(cn, RD_T(RD_ARRAY) | RD_T(RD_NIL), err,
                                                   "SENTINEL get-master-addr-by-name %s", s->master)
@@ -206,46 +223,50 @@ static void heard_switch(struct rd_client *rc, struct sentinel *s, const char *p
     set_master(rc, s, &at);
 }
 
-/* One subscription to sentinel i, read until it ends or its deadline passes. */
+/* One subscription to sentinel i, read until it ends or goes silent (rd_conn_read's
+ * PING). */
 static void listen_to(struct rd_client *rc, struct sentinel *s, int i)
 {
     struct lock_error err;
     struct rd_conn *cn = sentinel_connect(rc, s, i, &err);
-    struct rd_reply *r = cn ? rd_conn_call(cn, RD_T(RD_ARRAY), LISTEN_DEADLINE_MS, &err,
+    struct rd_reply *r = cn ? rd_conn_call(cn, RD_T(RD_ARRAY), 2 * LISTEN_IDLE_MS, &err,
                                            "SUBSCRIBE +switch-master") : NULL;
     struct answers a;
 
     rd_reply_free(r);
     if (r == NULL) {
+        atomic_store(&s->reach[i], -1);
         rd_conn_close(cn);
         lock_sleep_ms(200);
         return;
     }
+    atomic_store(&s->reach[i], 1);
     pthread_mutex_lock(&s->mu);
-    s->sub = cn;
+    s->sub[i] = cn;
     pthread_mutex_unlock(&s->mu);
     /* A switch missed while not subscribed: the sentinels' answer now says it (when they
      * agree; else the next connection sorts it out by ROLE). */
     if (ask(rc, s, &a, &err) == LOCK_OK && a.n == 1)
         set_master(rc, s, &a.at[0]);
-    while (!atomic_load(&s->stopping) && (r = rd_conn_read(cn)) != NULL) {
+    while (!atomic_load(&s->stopping) && (r = rd_conn_read(cn, LISTEN_IDLE_MS)) != NULL) {
         if (r->type == RD_ARRAY && r->elements == 3 && r->element[2]->type == RD_STRING)
             heard_switch(rc, s, r->element[2]->str);
         rd_reply_free(r);
     }
+    atomic_store(&s->reach[i], -1);
     pthread_mutex_lock(&s->mu);
-    s->sub = NULL;
+    s->sub[i] = NULL;
     pthread_mutex_unlock(&s->mu);
     rd_conn_close(cn);
 }
 
 static void *listener_main(void *arg)
 {
-    struct rd_client *rc = arg;
-    struct sentinel *s = rc->locator_state;
+    struct listener *l = arg;
+    struct sentinel *s = l->rc->locator_state;
 
-    for (int i = 0; !atomic_load(&s->stopping); i = (i + 1) % s->n)
-        listen_to(rc, s, i);
+    while (!atomic_load(&s->stopping))
+        listen_to(l->rc, s, l->i);
     return NULL;
 }
 
@@ -258,6 +279,8 @@ static void sentinel_free(struct sentinel *s)
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
+
+static void sentinel_destroy(struct rd_client *rc);
 
 static int sentinel_init(struct rd_client *rc, const struct rd_config *cfg, struct lock_error *err)
 {
@@ -277,10 +300,14 @@ static int sentinel_init(struct rd_client *rc, const struct rd_config *cfg, stru
     s->user = cfg->sentinel_user ? strdup(cfg->sentinel_user) : NULL;
     s->password = cfg->sentinel_password ? strdup(cfg->sentinel_password) : NULL;
     rc->locator_state = s;
-    if (pthread_create(&s->listener, NULL, listener_main, rc) != 0) {
-        rc->locator_state = NULL;
-        sentinel_free(s);
-        return lock_fail(err, LOCK_E_NOMEM, "cannot start the sentinel listener");
+    for (int i = 0; i < s->n; i++) {
+        s->listener[i] = (struct listener){ .rc = rc, .i = i };
+        if (pthread_create(&s->listener[i].thread, NULL, listener_main, &s->listener[i]) != 0) {
+            sentinel_destroy(rc);
+            rc->locator_state = NULL;
+            return lock_fail(err, LOCK_E_NOMEM, "cannot start the sentinel listeners");
+        }
+        s->listener[i].started = 1;
     }
     return LOCK_OK;
 }
@@ -291,10 +318,13 @@ static void sentinel_destroy(struct rd_client *rc)
 
     atomic_store(&s->stopping, 1);
     pthread_mutex_lock(&s->mu);
-    if (s->sub)
-        rd_conn_shutdown(s->sub);   /* ends its blocking read */
+    for (int i = 0; i < s->n; i++)
+        if (s->sub[i])
+            rd_conn_shutdown(s->sub[i]);   /* ends its blocking read */
     pthread_mutex_unlock(&s->mu);
-    pthread_join(s->listener, NULL);
+    for (int i = 0; i < s->n; i++)
+        if (s->listener[i].started)
+            pthread_join(s->listener[i].thread, NULL);
     sentinel_free(s);
 }
 
