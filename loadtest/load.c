@@ -37,6 +37,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -203,18 +204,45 @@ static int bad_usage(const char *why, const char *arg)
     return 2;
 }
 
-/* host_is_allowed: 1 for 127.0.0.1 and for 198.18.0.0/15 (the test hosts), else 0. */
-static int host_is_allowed(struct in_addr a)
+static int is_test_net(uint32_t h) { return (h & 0xfffe0000u) == 0xc6120000u; }
+
+/* in_test_host: 1 when an interface here has an address in 198.18.0.0/15: this process
+ * runs in a test host (deploy/hosts run). Elsewhere that range is routed out like any
+ * other, and a load must not go there. */
+static int in_test_host(void)
+{
+    struct ifaddrs *all, *i;
+    int yes = 0;
+
+    if (getifaddrs(&all) != 0)
+        return 0;
+    for (i = all; i && !yes; i = i->ifa_next)
+        yes = i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+              is_test_net(ntohl(((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr));
+    freeifaddrs(all);
+    return yes;
+}
+
+/* host_refused: NULL for 127.0.0.1, and for 198.18.0.0/15 (the test hosts) from inside a
+ * test host; else why not. */
+static const char *host_refused(struct in_addr a)
 {
     uint32_t h = ntohl(a.s_addr);
 
-    return h == 0x7f000001u || (h & 0xfffe0000u) == 0xc6120000u;
+    if (h == 0x7f000001u)
+        return NULL;
+    if (!is_test_net(h))
+        return "--url: host refused: load goes only to 127.0.0.1 or to test hosts in 198.18.0.0/15";
+    if (!in_test_host())
+        return "--url: 198.18.0.0/15 only from inside a test host (deploy/hosts run H sale-load ...): "
+               "from here it is routed out";
+    return NULL;
 }
 
 /* url_parse: fills o->addr, port, host and path from o->url. Returns NULL or why not. */
 static const char *url_parse(struct load_opts *o)
 {
-    const char *p = o->url, *end;
+    const char *p = o->url, *end, *why;
     char host[16];
     unsigned long port = 80;
 
@@ -230,8 +258,8 @@ static const char *url_parse(struct load_opts *o)
     host[end - p] = '\0';
     if (inet_pton(AF_INET, host, &o->addr) != 1)
         return "--url: the host must be a numeric IPv4 address";
-    if (!host_is_allowed(o->addr))
-        return "--url: host refused: load goes only to 127.0.0.1 or to test hosts in 198.18.0.0/15";
+    if ((why = host_refused(o->addr)) != NULL)
+        return why;
     p = end;
     if (*p == ':') {
         char *e;

@@ -198,6 +198,14 @@ check_eq "odd answers: check-history: possible" 0 \
 check_eq "a host outside loopback and 198.18.0.0/15 (10.0.0.1): exit 2" 2 \
     "$("$LOAD" --url http://10.0.0.1:8080/inventory/sale -c 1 -d 1 >/dev/null 2>"$T_TMP/err"; echo $?)"
 check "a host outside the rule: says why" grep -q 'host refused: load goes only to 127.0.0.1 or to test hosts in 198.18.0.0/15' "$T_TMP/err"
+if ! ip -4 addr 2>/dev/null | grep -q 'inet 198\.1[89]\.'; then
+    check_eq "a test host's address (198.18.0.1) from outside the test hosts: exit 2" 2 \
+        "$("$LOAD" --url http://198.18.0.1:8001/inventory/sale -c 1 -d 1 >/dev/null 2>"$T_TMP/err"; echo $?)"
+    check "  says why: only from inside a test host" grep -q '198.18.0.0/15 only from inside a test host' "$T_TMP/err"
+else
+    skip "a test host's address from outside the test hosts" "this machine itself has an address in 198.18.0.0/15"
+    skip "  says why" "this machine itself has an address in 198.18.0.0/15"
+fi
 check_eq "a host by name (localhost): exit 2" 2 \
     "$("$LOAD" --url http://localhost:8080/ -c 1 -d 1 >/dev/null 2>&1; echo $?)"
 check_eq "-c 0: exit 2" 2 "$("$LOAD" --url "$URL_A" -c 0 -d 1 >/dev/null 2>"$T_TMP/err"; echo $?)"
