@@ -22,7 +22,7 @@ conf_quote() { printf '"%s"' "$(printf '%s' "$1" | sed 's/[\\"]/\\&/g')"; }
 # REDIS_CONF and SENTINEL_PASSWORD_FILE.
 write_redis_conf() {
     local pw
-    if [ -n "$SENTINEL_PORT_LIST" ]; then
+    if [ -n "$SENTINEL_PORT_LIST" ] && [ -z "$SENTINELS_EXT" ]; then
         SENTINEL_PASSWORD_FILE=$RUN_DIR/sentinel.pass
         new_secret "$SENTINEL_PASSWORD_FILE"
     fi

@@ -367,6 +367,7 @@ static void report_table(FILE *f, const json_t *rows)
           "<th class=\"num\">overlaps</th><th class=\"num\">timeouts</th><th>verdict</th></tr></thead>\n<tbody>\n", f);
     json_array_foreach(rows, i, row) {
         int shown = json_is_true(json_object_get(row, "shown"));
+        int skipped = json_is_true(json_object_get(row, "skipped"));
 
         fputs("<tr>", f);
         report_cell_str(f, row, "lock");
@@ -377,8 +378,9 @@ static void report_table(FILE *f, const json_t *rows)
         report_cell_num(f, row, "oversold");
         report_cell_num(f, row, "overlaps");
         report_cell_num(f, row, "timeouts");
-        fputs(shown ? "<td class=\"verdict\">shown</td>"
-                    : "<td class=\"verdict miss\">NOT shown</td>", f);
+        fputs(shown     ? "<td class=\"verdict\">shown</td>"
+              : skipped ? "<td class=\"verdict\">skipped</td>"
+                        : "<td class=\"verdict miss\">NOT shown</td>", f);
         fputs("</tr>\n", f);
     }
     fputs("</tbody>\n</table>\n", f);

@@ -38,9 +38,14 @@ hosts_stack_up() {
      printf 'requirepass "%s"\nmasterauth "%s"\n' "$pw" "$pw" > "$REDIS_CONF")
     INSTANCE_PORTS="" INSTANCE_PIDS="" SENTINEL_PORTS="" REPLICA_PORTS=""
 }
-# hosts_stack_down: what runs in the hosts, by pid (deploy/down), then the hosts.
+# hosts_stack_down: what runs in the hosts, by pid (deploy/down: RUN_DIR's and those of
+# deploy/up run in a host with RUN_DIR/H), then the hosts.
 hosts_stack_down() {
+    local d
     [ -n "${HOSTS_UP:-}" ] || return 0
+    for d in "$RUN_DIR"/h[0-9]*/; do    # stacks deploy/up started in a host (RUN_DIR/H)
+        [ ! -f "$d/stack.env" ] || "$ROOT/deploy/down" --run-dir "$d" --quiet || true
+    done
     "$ROOT/deploy/down" --run-dir "$RUN_DIR" --quiet || true
     "$HOSTS_BIN" down || true
     HOSTS_UP=""
