@@ -81,7 +81,7 @@ check_eq "sentinel-partition v8: the flaw measured" true "$(jq .flaw <<< "$j")"
 check "  the majority promoted a replica during the cut, and B sold on it" \
     grep -Eq 'the majority promoted 198\.18\.0\.3 [0-9]+ ms after the cut, B.s first sale [0-9]+ ms after that' <<< "$j"
 check "  the old master sold during the cut (A, the minority side)" grep -Eq 'A sold [1-9][0-9]* on the old master during the cut' <<< "$j"
-check "  the sentinels demoted the old master after the heal" grep -Eq 'ms after the heal\)' <<< "$j"
+check "  the sentinels demoted the old master after the heal" grep -Eq "old master's demotion \([0-9]+ ms after the heal\)" <<< "$j"
 check "  acknowledged sales lost (> 0), each a unit sold twice, and the checker says impossible" \
     grep -Eq 'history impossible: .*acknowledged sales lost [1-9][0-9]*; sold twice [1-9]' <<< "$j"
 check "  no oversell in Redis after all (sold + remaining = stock)" jq -e '.invariant_ok' <<< "$j"

@@ -133,7 +133,7 @@ partition_play() {
     first_b=-1; [ -z "$prom_ns" ] || first_b=$(first_sale_after "$SCN_DIR/history-B.jsonl" "$prom_ns")
     SCN_FLAW=0
     [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] || SCN_FLAW=1
-    SCN_OBSERVED="cut {h1,h2}|{h3,h4,h5} for ${cut_s} s${setting:+ with $setting}: the majority promoted $([ -n "$prom_ns" ] && echo "${new%:*} $(( (prom_ns - cut_ns) / 1000000 )) ms after the cut, B's first sale $first_b ms after that" || echo "no replica during the cut"); A sold $during on the old master during the cut and $after after the heal until it was demoted$([ -n "$demote_ns" ] && echo " ($(( (demote_ns - heal_ns) / 1000000 )) ms after the heal)" || echo " (not demoted within ${after_s} s)"); history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the cut); answers $(partition_answers)"
+    SCN_OBSERVED="cut {h1,h2}|{h3,h4,h5} for ${cut_s} s${setting:+ with $setting}: the majority promoted $([ -n "$prom_ns" ] && echo "${new%:*} $(( (prom_ns - cut_ns) / 1000000 )) ms after the cut, B's first sale $first_b ms after that" || echo "no replica during the cut"); A sold $during on the old master during the cut, and $after between the heal and the old master's demotion$([ -n "$demote_ns" ] && echo " ($(( (demote_ns - heal_ns) / 1000000 )) ms after the heal)" || echo " (not demoted within ${after_s} s)"); history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the cut); answers $(partition_answers)"
 }
 
 # partition_answers: both loads' answers by status (and by error for 503), one line.
