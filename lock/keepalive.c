@@ -13,6 +13,8 @@
 struct lease {
     struct lock_grant g;        /* key and owner, for the store's renew */
     int holds;                  /* grants in this process not yet released */
+    unsigned long grants;       /* grants made on it so far: a renewal's answer is for the
+                                   grant it was sent under, and only while that one holds */
     int pins;                   /* renewals in progress (the watchdog is using it) */
     atomic_int lost;            /* renewal refused (not ours any more) or time ran out */
     atomic_llong valid_until_ms;
@@ -48,27 +50,39 @@ static void lease_unlink_free(struct watchdog *w, struct lease *lease)
     free(lease);
 }
 
-/* Renews one lease with the store's renew. */
-static void renew_one(struct watchdog *w, struct lease *lease)
+/* The lease is found lost (once: counted then). */
+static void lease_lose(struct lock_client *lc, struct lease *lease)
+{
+    if (!atomic_exchange(&lease->lost, 1))
+        atomic_fetch_add(&lc->lost_leases, 1);
+}
+
+/* Renews one lease with the store's renew; called with w->mu let go. Its answer counts
+ * only when the grant it was sent under (gen) still holds: a renewal that crossed a
+ * release is answered "not ours" by a Redis that is right, and a new grant of the same
+ * owner (granted anew, with a full lease) must not take that answer for its own. */
+static void renew_one(struct watchdog *w, struct lease *lease, unsigned long gen)
 {
     struct lock_client *lc = w->lc;
     struct lock_error err = { 0 };
     long long sent = lock_now_ms();
     int st = lc->ops->renew(lc, &lease->g, &err);
 
-    if (st == LOCK_OK) {
+    pthread_mutex_lock(&w->mu);
+    if (lease->holds == 0 || lease->grants != gen) {
+        /* released or granted anew meanwhile: the answer is about a grant that is over */
+    } else if (st == LOCK_OK) {
         atomic_store(&lease->valid_until_ms, sent + lc->cfg.ttl_ms);
         atomic_fetch_add(&lc->renewals, 1);
     } else if (st == LOCK_NOT_OWNER) {
         /* The lock no longer holds us: the lease ran out and someone else may hold it. */
-        if (!atomic_exchange(&lease->lost, 1))
-            atomic_fetch_add(&lc->lost_leases, 1);
-    } else {
-        /* Redis did not answer (the layer dropped a broken connection): the lease is
-         * good only until its time runs out. */
-        if (lock_now_ms() >= atomic_load(&lease->valid_until_ms))
-            atomic_store(&lease->lost, 1);
+        lease_lose(lc, lease);
+    } else if (lock_now_ms() >= atomic_load(&lease->valid_until_ms)) {
+        /* Redis did not answer (the layer dropped a broken connection): the lease was
+         * good only until its time ran out, and it has. */
+        lease_lose(lc, lease);
     }
+    pthread_mutex_unlock(&w->mu);
 }
 
 static void *watchdog_main(void *arg)
@@ -91,9 +105,10 @@ static void *watchdog_main(void *arg)
                 continue;
             }
             /* Pinned, the lease outlives a release while the mutex is let go for I/O. */
+            unsigned long gen = lease->grants;
             lease->pins++;
             pthread_mutex_unlock(&w->mu);
-            renew_one(w, lease);
+            renew_one(w, lease, gen);
             pthread_mutex_lock(&w->mu);
             lease->pins--;
             next = lease->next;
@@ -156,6 +171,7 @@ void lock_keepalive_hold(struct lock_client *lc, const struct lock_grant *g)
     }
     if (lease) {
         lease->holds++;
+        lease->grants++;
         atomic_store(&lease->lost, 0);
         atomic_store(&lease->valid_until_ms, g->valid_until_ms);
     }

@@ -275,21 +275,24 @@ int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct 
     return st;
 }
 
-/* The grant is over in this process, whatever Redis did with it: the watchdog stops
- * renewing it (a lease is renewed only while its sale runs), the next local waiter's
- * turn comes, the thread holds one grant less; when Redis may still hold it (unsure, with
- * the fault that left it so), it is kept to be given back. Returns 1 when the watchdog had
- * seen the lease lost. */
-static int grant_over(struct lock_client *lc, struct lock_grant *g, int unsure,
-                      enum lock_fault fault)
+/* The watchdog stops renewing g: before it is given back, so that no renewal crosses the
+ * release and comes back "not ours" while g still looks held. Returns 1 when the watchdog
+ * had seen the lease lost; sets g->valid_until_ms to the renewed end. */
+static int renewals_stop(struct lock_client *lc, struct lock_grant *g)
 {
-    int lost = lc->ops->keepalive ? lock_keepalive_drop(lc, g) : 0;
+    return lc->ops->keepalive ? lock_keepalive_drop(lc, g) : 0;
+}
 
+/* The grant is over in this process, whatever Redis did with it: the next local waiter's
+ * turn comes, the thread holds one grant less; when Redis may still hold it (unsure, with
+ * the fault that left it so), it is kept to be given back. */
+static void grant_over(struct lock_client *lc, struct lock_grant *g, int unsure,
+                       enum lock_fault fault)
+{
     lock_wait_released(lc, g);
     lock_owner_released(lc);
     if (unsure)
         lock_owner_failed(lc, g, fault, 1);
-    return lost;
 }
 
 int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *writes,
@@ -297,7 +300,7 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *
 {
     struct lock_trip ahead = { .before = writes };
     struct lock_error why = { 0 };
-    int st = LOCK_OK, released, lost;
+    int st = LOCK_OK, released, lost = renewals_stop(lc, g);
 
     /* A lock kept in the process has no command to ride with: the writes go first. */
     if (!lc->ops->remote) {
@@ -307,10 +310,11 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *
     released = give_back(lc, g, writes, pause, &why);
     if (st == LOCK_OK && (st = released) == LOCK_ERROR && err)
         *err = why;
-    lost = grant_over(lc, g, released == LOCK_ERROR, why.fault);   /* unanswered: it may still hold */
+    grant_over(lc, g, released == LOCK_ERROR, why.fault);   /* unanswered: it may still hold */
 
     if (st == LOCK_NOT_OWNER) {
-        atomic_fetch_add(&lc->lost_leases, 1);
+        if (!lost)
+            atomic_fetch_add(&lc->lost_leases, 1);   /* the watchdog counted what it saw */
         if (lost || (g->valid_until_ms != 0 && lock_now_ms() >= g->valid_until_ms)) {
             st = LOCK_EXPIRED;
         } else {
@@ -328,6 +332,7 @@ void lock_abandon(struct lock_client *lc, struct lock_grant *g)
         lock_release(lc, g, NULL, NULL, &(struct lock_error){ 0 });
         return;
     }
+    renewals_stop(lc, g);
     grant_over(lc, g, 1, LOCK_E_TIMEOUT);   /* runs out with its lease */
 }
 

@@ -139,7 +139,8 @@ struct lock_client {
     atomic_llong acquisitions;    /* grants */
     atomic_llong timeouts;        /* acquires that gave up */
     atomic_llong renewals;        /* keep-alive: successful renewals */
-    atomic_llong lost_leases;     /* leases found lost: renewal refused, or release not owner */
+    atomic_llong lost_leases;     /* leases found lost, each once: a renewal refused (or
+                                     unanswered past the lease's end), or release not owner */
     atomic_llong stolen;          /* release found the lock gone or foreign while our lease
                                      still ran: someone else deleted it */
     atomic_llong notifications;   /* notify: release messages received */

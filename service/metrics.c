@@ -136,7 +136,8 @@ char *metrics_render(size_t *len)
             atomic_load(&svc_lock->timeouts) + atomic_load(&line_timeouts));
     COUNTER("inventory_lock_renewals_total", "Leases renewed by the watchdog.", atomic_load(&svc_lock->renewals));
     COUNTER("inventory_lock_lost_leases_total",
-            "Leases found lost (renewal refused or not owner at release).", atomic_load(&svc_lock->lost_leases));
+            "Leases found lost, each once (renewal refused or unanswered past the lease, or not owner at release).",
+            atomic_load(&svc_lock->lost_leases));
     COUNTER("inventory_lock_stolen_total",
             "Locks found deleted by another client while our lease ran.", atomic_load(&svc_lock->stolen));
     COUNTER("inventory_lock_abandoned_total",

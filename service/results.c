@@ -90,7 +90,7 @@ static const struct {
     enum sale_result result;
     const char *before, *after;     /* NULL: no message */
 } script_errors[] = {
-    { "lease_lost", SALE_LEASE_LOST, NULL, NULL },
+    { "lease_lost", SALE_LEASE_LOST, "Redis refused the write: its fencing token is not the newest for ", "" },
     { "key_reused", SALE_KEY_REUSED, "this Idempotency-Key was first used for item ", "" },
     { "unknown_item", SALE_UNKNOWN_ITEM, "no stock key stock:{", "}; set it with deploy/stock" },
     { "bad_stock", SALE_BAD_STOCK, "stock:{", "} does not hold an integer" },

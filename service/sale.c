@@ -59,7 +59,8 @@ static int critical_section(const struct lock_grant *g, long long stock, long lo
     }
     lost = lock_grant_is_lost(svc_lock, g);
     if ((*k > 0 || lead->idem_key) && g->token > 0 && lost) {
-        sale_set_all(rqs, n, SALE_LEASE_LOST, NULL); /* fenced: stop before writing */
+        sale_set_all(rqs, n, SALE_LEASE_LOST,        /* fenced: stop before writing */
+                     "the lease was lost before the write: nothing was sent");
         *k = 0;
     }
     write = (*k > 0 || lead->idem_key) && lead->out.result == SALE_OK;

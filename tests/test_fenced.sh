@@ -33,6 +33,7 @@ rcli hset 'written:{f}' token 1000 batch 1 >/dev/null
 code=$(curl -s -o "$T_TMP/stale" -w '%{http_code}' "http://127.0.0.1:$P/inventory/sale?item=f")
 check_eq "a grant whose token is older than the last writer's: 409" 409 "$code"
 check "  lease_lost" jq -e '.ok == false and .error == "lease_lost"' "$T_TMP/stale"
+check "  the answer says Redis refused it" jq -e '.message == "Redis refused the write: its fencing token is not the newest for f"' "$T_TMP/stale"
 check_eq "  nothing sold: stock 7, sold 3, ledger 3" "7 3 3" "$(state f)"
 check_eq "  the lock is given back" 0 "$(rcli exists 'lock:{f}')"
 check "  counted in /metrics" sh -c "curl -s http://127.0.0.1:$P/metrics | grep -q 'inventory_sales_total{result=\"lease_lost\"} 1'"
@@ -79,6 +80,7 @@ rcli hset 'lock:{fl}' someone-else:1 1 >/dev/null
 wait_all
 check_eq "a v9 sale whose lease was taken while it worked: 409" 409 "$(cat "$T_TMP/lost.code")"
 check "  lease_lost" jq -e '.error == "lease_lost"' "$T_TMP/lost"
+check "  the answer says nothing was sent" jq -e '.message == "the lease was lost before the write: nothing was sent"' "$T_TMP/lost"
 check_eq "  nothing written: stock 5, no sale, no writer" "5  0 0" "$(state fl) $(rcli exists 'written:{fl}')"
 rcli del 'lock:{fl}' >/dev/null
 

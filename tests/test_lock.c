@@ -309,6 +309,8 @@ static void test_watchdog(void)
     lock_sleep_ms(1000);
     test_cond("v8: a refused renewal marks the lease lost", lock_grant_is_lost(lc, &g) && atomic_load(&lc->lost_leases) >= 1);
     test_cond("v8: the taken lock is not released by the loser", lock_release(lc, &g, NULL, NULL, &err) == LOCK_EXPIRED && key_exists(c));
+    test_cond("  the lost lease counted once (by the watchdog, not again at the release)",
+              atomic_load(&lc->lost_leases) == 1);
     client_free(lc);
 
     /* A dead holder: its process is killed, nothing renews, the key expires. */
@@ -356,6 +358,142 @@ static void *releaser_main(void *arg)
     struct lock_pause gap = { .fn = gap_1600 };
     rl->status = lock_release(rl->lc, &rl->g, NULL, &gap, &err);
     return NULL;
+}
+
+/* A renewal held at two gates, so that a test can put a release (and a new grant) between
+ * its sending and its answer: the watchdog's renewal, as the network may delay it. A
+ * release may be held too, after Redis took it and before the library goes on. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int on;             /* 0: renewals pass straight through */
+    int hold_release;   /* 1: a release waits for stage 5 once Redis took it (stage 2) */
+    int stage;          /* renewal: 1 entered, 2 may run, 3 ran (status in st), 4 may answer */
+    int st;
+} gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0 };
+
+static void gate_wait(int stage)
+{
+    pthread_mutex_lock(&gate.mu);
+    while (gate.stage < stage)
+        pthread_cond_wait(&gate.cv, &gate.mu);
+    pthread_mutex_unlock(&gate.mu);
+}
+
+static void gate_set(int stage)
+{
+    pthread_mutex_lock(&gate.mu);
+    gate.stage = stage;
+    pthread_cond_broadcast(&gate.cv);
+    pthread_mutex_unlock(&gate.mu);
+}
+
+static int gated_renew(struct lock_client *lc, const struct lock_grant *g, struct lock_error *err)
+{
+    int st;
+
+    if (!gate.on || gate.stage != 0)
+        return lock_find("v8")->renew(lc, g, err);
+    gate_set(1);
+    gate_wait(2);
+    st = lock_find("v8")->renew(lc, g, err);
+    gate.st = st;
+    gate_set(3);
+    gate_wait(4);
+    return st;
+}
+
+static int gated_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
+                         struct lock_error *err)
+{
+    int st = lock_find("v8")->release(lc, g, trip, err);
+
+    if (gate.hold_release) {
+        gate_set(2);
+        gate_wait(5);
+    }
+    return st;
+}
+
+/* Round 3's holder: takes the lock, waits for the renewal to be on its way, releases. */
+static void *gated_holder(void *arg)
+{
+    struct lock_client *lc = arg;
+    struct lock_grant g;
+    struct lock_error err;
+
+    lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
+    gate_wait(1);
+    lock_release(lc, &g, NULL, NULL, &err);
+    return NULL;
+}
+
+/* The watchdog's renewal answered "not ours" because the grant was released while it was
+ * out: after the release (round 1), after a new grant to the same thread (round 2), or
+ * while the release was still on its way back (round 3): not a lost lease. */
+static void test_watchdog_late_answer(void)
+{
+    static struct lock_ops gated;
+    struct rd_config rcfg = { .host = "127.0.0.1", .port = redis_port };
+    struct lock_config cfg = { .ttl_ms = 600, .retry_ms = 5, .instance_id = "test-gate" };
+    redisContext *c = connect_redis();
+    struct lock_error err;
+    struct lock_grant g;
+    struct rd_client *rc = rd_client_create(&rcfg, &err);
+    struct lock_client *lc;
+    pthread_t holder;
+
+    gated = *lock_find("v8");
+    gated.renew = gated_renew;
+    gated.release = gated_release;
+    cfg.redis = rc;
+    if (rc == NULL || (lc = lock_client_create(&gated, &cfg, &err)) == NULL) {
+        fprintf(stderr, "test_watchdog_late_answer: %s\n", err.msg);
+        exit(2);
+    }
+    key_del(c);
+    for (int again = 0; again < 2; again++) {
+        gate.stage = 0;
+        gate.on = 1;
+        lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
+        gate_wait(1);                                   /* the renewal is on its way */
+        lock_release(lc, &g, NULL, NULL, &err);
+        gate_set(2);
+        gate_wait(3);                                   /* Redis answered it: not ours */
+        if (again)
+            lock_acquire(lc, ITEM, 1000, &g, NULL, &err);   /* the same thread, anew */
+        gate.on = 0;
+        gate_set(4);
+        lock_sleep_ms(50);                              /* the watchdog reads the answer */
+        if (again) {
+            test_cond("v8: a renewal sent before a release and answered after a new grant: "
+                      "the new grant is not lost", gate.st == LOCK_NOT_OWNER &&
+                      !lock_grant_is_lost(lc, &g));
+            lock_sleep_ms(900);
+            test_cond("  and the watchdog still renews it", key_exists(c) &&
+                      lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK);
+        }
+        test_cond(again ? "  no lease counted lost"
+                        : "v8: a renewal answered 'not ours' after its release: no lease counted lost",
+                  gate.st == LOCK_NOT_OWNER && atomic_load(&lc->lost_leases) == 0);
+    }
+    gate.stage = 0;
+    gate.on = 1;
+    gate.hold_release = 1;
+    pthread_create(&holder, NULL, gated_holder, lc);
+    gate_wait(3);                       /* Redis took the release, then answered the renewal */
+    gate.on = 0;
+    gate_set(4);
+    lock_sleep_ms(50);                  /* the watchdog reads the answer... */
+    gate_set(5);                        /* ...before the release is back */
+    pthread_join(holder, NULL);
+    gate.hold_release = 0;
+    test_cond("v8: a renewal answered 'not ours' while the release was on its way back: "
+              "no lease counted lost", gate.st == LOCK_NOT_OWNER &&
+              atomic_load(&lc->lost_leases) == 0);
+    lock_client_destroy(lc);
+    rd_client_destroy(rc);
+    redisFree(c);
 }
 
 static void test_release_gap(const char *version, int expect_foreign_delete)
@@ -856,6 +994,7 @@ int main(int argc, char **argv)
     test_release_gap("v5", 1);
     test_release_gap("v6", 0);
     test_watchdog();
+    test_watchdog_late_answer();
     test_fenced();
     test_scripts_and_errors();
     test_notify();

@@ -1,0 +1,285 @@
+# instance-cut.sh - One instance cut from Redis mid-lease, not from its clients: its
+# watchdog cannot renew, the lease runs out on Redis and another instance takes the lock,
+# while the first one's sale is still inside.
+#
+# Three test hosts (deploy/hosts; scenarios/hosts.sh):
+#   h1: Redis
+#   h2: instance A and its clients (build/sale-load, 4 keep-alive connections)
+#   h3: instance B and its clients (the same)
+# A's long sale (curl in h2, work_ms) takes the lock; its grant is seen in the overlap
+# probe (probe:{I}). Some time into its work (its watchdog renewing meanwhile) h2 is cut
+# from h1: dropped silently both ways, no reset, as a partition does. A's clients still
+# reach A, and queue behind its sale. A's watchdog sends its next renewal into the cut and
+# hears nothing; the lease runs out on Redis; B takes the lock and sells. Then the cut is
+# healed, and A's sale decides on the stock it read before the cut:
+#   instance-cut       its work (3.5 leases) ends a lease after the heal (the cut: one
+#                      lease into the work, for 1.5 leases). v8 writes (two holders, the
+#                      stock put back up: units sold twice, acknowledged sales overwritten);
+#                      v9's holder knows its lease is lost and writes nothing: 409
+#                      lease_lost, "nothing was sent".
+#   instance-cut-late  its work (2 leases) ends during the cut, a third of a lease after
+#                      it, while its lease still runs on its own clock: it passes its lease
+#                      check and sends its write into the cut. TCP resends it; the heal
+#                      comes 2.2 s after the send (between TCP's resends at about 1.4 s and
+#                      3 s, before the connection's 5 s timeout), and the write reaches
+#                      Redis after B's sales. v8's lands; v9's is refused by Redis's fence
+#                      (B's token is newer): 409 lease_lost, "Redis refused the write".
+# The loads go on one lease after A's sale has answered. The timings are in leases:
+# --ttl-ms shortens the scenario (the late heal's 2.2 s aside); -d is not used.
+# Sampled during the run: every 20 ms on Redis (from h3) its clock, the lock's owners and
+# PTTL, and the probe; every 100 ms A's /metrics (renewals, lost leases).
+# Reported (ms from the cut): when Redis last set A's lease (its grant or a renewal) and
+# when it ran out; when B held the lock and first sold; A's renewals by the cut and when
+# A counted its lease lost (lost leases in /metrics); A's sale's answer; overlaps (sales
+# that entered while another was inside, by the probe); oversold; the checker's verdict
+# on every answer (both loads and A's sale); acknowledged sales lost; stock sold twice;
+# the lease_lost answers; the longest time with no sale; answers by status.
+# Verdict: the flaw when a write made under the lost lease shows: oversold > 0, sales
+# acknowledged then lost, a unit sold twice, or a history the checker finds impossible.
+# Two holders alone (overlaps) are no flaw where the stale one cannot write.
+# (sale_load_summary: loadtest/run's; mono_offset_ns, mono_now_ns, history_report: lib.sh's.)
+
+defaults_instance_cut="ttl=2000 wait=3000 stock=1000000 hosts=3"
+defaults_instance_cut_late=$defaults_instance_cut
+
+CUT_HOST=h2 CUT_FROM=h1
+LATE_HEAL_MS=2200   # after the late write is sent: between TCP's resends at ~1.4 s and ~3 s
+
+scenario_instance_cut() { cut_play after; }
+scenario_instance_cut_late() { cut_play late; }
+
+# cut_stack: the layout above, the stock set.
+cut_stack() {
+    local h
+    hosts_stack_up 3 || { SCN_OBSERVED="deploy/hosts up 3 failed"; return 1; }
+    host_redis h1 || { SCN_OBSERVED="Redis on h1 did not start"; return 1; }
+    for h in h2 h3; do
+        host_instance "$h" || { SCN_OBSERVED="instance $h did not start: $(tail -n 2 "$RUN_DIR/instance-$h.log")"; return 1; }
+    done
+    rcli set "stock:{$ITEM}" "$STOCK" >/dev/null &&
+        rcli del "sold:{$ITEM}" "orders:{$ITEM}" "overlaps:{$ITEM}" >/dev/null
+}
+
+# What Redis answers every 20 ms: "TIME_US PTTL OWNERS PROBE" (OWNERS: the lock's hash
+# fields or string value, comma-separated, - for none; PROBE: the sales inside, or -).
+CUT_SAMPLE_LUA="local t = redis.call('time')
+local ty = redis.call('type', KEYS[1]).ok
+local owners = '-'
+if ty == 'hash' then owners = table.concat(redis.call('hkeys', KEYS[1]), ',')
+elseif ty == 'string' then owners = redis.call('get', KEYS[1]) end
+local probe = table.concat(redis.call('smembers', KEYS[2]), ',')
+return t[1] .. string.format('%06d', t[2]) .. ' ' .. redis.call('pttl', KEYS[1]) .. ' ' ..
+    owners .. ' ' .. (probe ~= '' and probe or '-')"
+
+# samplers_start: the sample above every 20 ms into SCN_DIR/redis-samples (one redis-cli
+# in h3, repeating); A's metrics every 100 ms into SCN_DIR/a-metrics ("REALTIME_NS
+# RENEWALS LOST_LEASES", from h2). samplers_stop stops both.
+samplers_start() {
+    REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") in_host h3 redis-cli -h "$REDIS_HOST" \
+        -p "$REDIS_PORT" -r -1 -i 0.02 EVAL "$CUT_SAMPLE_LUA" 2 "lock:{$ITEM}" "probe:{$ITEM}" \
+        > "$SCN_DIR/redis-samples" 2>/dev/null &
+    CUT_SAMPLERS=$!
+    in_host "$CUT_HOST" bash -c 'while sleep 0.1; do
+        m=$(curl -s -m 1 "http://$1/metrics") || continue
+        echo "$(date +%s%N) $(echo "$m" | awk '\''$1 == "inventory_lock_renewals_total" { r = $2 }
+            $1 == "inventory_lock_lost_leases_total" { l = $2 } END { print r + 0, l + 0 }'\'')"
+        done' sampler "$(host_addr "$CUT_HOST"):$H_INSTANCE_PORT" > "$SCN_DIR/a-metrics" 2>/dev/null &
+    CUT_SAMPLERS="$CUT_SAMPLERS $!"
+}
+samplers_stop() {
+    local p
+    for p in $CUT_SAMPLERS; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    CUT_SAMPLERS=""
+}
+
+# held_by_a MIN_MS: a sale of A (its probe id starts with inventory-h2:) has been inside
+# for MIN_MS by Redis's clock: prints "FIRST_SEEN_US PROBE_ID"; fails when none has.
+held_by_a() {
+    awk -v p="inventory-$CUT_HOST:" -v min="$(( $1 * 1000 ))" '
+        NF == 4 { n = split($4, m, ",")
+                  for (i = 1; i <= n; i++) if (index(m[i], p) == 1) {
+                      if (!(m[i] in first)) first[m[i]] = $1
+                      if ($1 - first[m[i]] >= min) { print first[m[i]], m[i]; found = 1; exit } } }
+        END { exit !found }' "$SCN_DIR/redis-samples"
+}
+
+# us_to_ns US: a Redis time (realtime, microseconds) on the monotonic clock, in ns.
+us_to_ns() { echo $(( $1 * 1000 - MONO_OFFSET )); }
+# rel_ms NS: a monotonic time as ms from the cut (cut_ns).
+rel_ms() { echo $(( ($1 - cut_ns) / 1000000 )); }
+# sleep_until NS: sleeps until the monotonic time NS (at once when it has passed).
+sleep_until() {
+    sleep "$(awk -v t=$(( $1 - $(mono_now_ns) )) 'BEGIN { printf "%.3f", (t > 0 ? t / 1e9 : 0) }')"
+}
+
+# lease_report OWNER: from the Redis samples, "LAST_SET_US END_US TAKEN_US": when Redis
+# last set OWNER's lease (its grant or a renewal: a sample's time less what the lease had
+# run, TTL - PTTL), when that lease ended (+ TTL), and the first sample after the cut that
+# shows another owner (0: none); "-1 -1 TAKEN_US" when OWNER was never seen.
+lease_report() {
+    awk -v o="$1" -v ttl="$TTL_MS" -v cut="$(( (cut_ns + MONO_OFFSET) / 1000 ))" '
+        NF == 4 { n = split($3, w, ","); mine = 0
+                  for (i = 1; i <= n; i++) if (w[i] == o) mine = 1
+                  if (mine && $2 > 0) { r = $1 - (ttl - $2) * 1000; if (r > last) last = r }
+                  else if (!mine && $3 != "-" && $1 >= cut && !taken) taken = $1 }
+        END { if (last) printf "%.0f %.0f %.0f\n", last, last + ttl * 1000, taken
+              else printf "-1 -1 %.0f\n", taken }' "$SCN_DIR/redis-samples"
+}
+
+# a_metrics_report: from A's metrics samples, "RENEWALS_AT_CUT LAST_CHANGE_MS LOST_MS": the
+# renewals counted by the cut, the first sample (ms from the cut) that showed A's last
+# count before the heal, and the first sample after the cut where A's lost leases went up
+# (-1: none).
+a_metrics_report() {
+    awk -v off="$MONO_OFFSET" -v cut="$cut_ns" -v heal="$heal_ns" '
+        NF == 3 { t = ($1 - off - cut) / 1e6
+                  if ($1 - off <= cut) { at_cut = $2; lost0 = $3 }
+                  if ($1 - off <= heal && $2 != prev) { seen = t; prev = $2 }
+                  if ($1 - off > cut && $3 > lost0 && lost == "") lost = t }
+        END { printf "%d %d %d\n", at_cut, seen, (lost == "" ? -1 : lost) }' "$SCN_DIR/a-metrics"
+}
+
+# first_after HISTORY T_NS: ms from T_NS to the first 200 of HISTORY answered after it (-1).
+first_after() {
+    jq -s --argjson t "$2" '[.[] | select(.status == 200 and .end_ns >= $t) | .end_ns] | min
+        | if . then ((. - $t) / 1e6 | floor) else -1 end' "$1"
+}
+
+# long_sale WORK_MS: A's long sale, by curl in h2 (in the background; LONG_PID): its answer
+# in SCN_DIR/long.json, its code in codes, its history line in SCN_DIR/history-L.jsonl
+# (the clock read in h2 just before curl and just after: an interval a little wider than
+# the real one, never narrower).
+long_sale() {
+    local url="http://$(host_addr "$CUT_HOST"):$H_INSTANCE_PORT/inventory/sale?item=$ITEM&work_ms=$1"
+    ( set -- $(in_host "$CUT_HOST" sh -c 'date +%s%N
+          curl -s -o "$1" -m 120 -w "%{http_code}\n" "$2"
+          date +%s%N' sh "$SCN_DIR/long.json" "$url")
+      code=${2:-000}
+      echo "$code" >> "$SCN_DIR/codes"
+      [ "$code" != 000 ] || code=0
+      jq -c --argjson s "$(( ${1:-0} - MONO_OFFSET ))" --argjson e "$(( ${3:-0} - MONO_OFFSET ))" \
+          --argjson code "$code" --arg item "$ITEM" '
+          {start_ns: $s, end_ns: $e, status: $code, error: (.error // ""), item: $item,
+           instance: (.instance // "")} + if .remaining then {remaining} else {} end' \
+          "$SCN_DIR/long.json" > "$SCN_DIR/history-L.jsonl" 2>/dev/null ||
+          jq -nc --argjson s "$(( ${1:-0} - MONO_OFFSET ))" --arg item "$ITEM" \
+          '{start_ns: $s, status: 0, item: $item}' > "$SCN_DIR/history-L.jsonl" ) &
+    LONG_PID=$!
+    BG_PIDS="$BG_PIDS $!"
+}
+
+# cut_play after|late: the scenario (above): its timings in leases, the choreography, the
+# verdict. Sets SCN_FLAW and SCN_OBSERVED.
+cut_play() {
+    local mode=$1 ttl=$TTL_MS work into heal_after late_ms=0
+    local first_ns owner cut_ns heal_ns long_ns
+    if [ "$mode" = late ]; then
+        # The answer comes with TCP's resend after the heal: about 3 s after the send.
+        work=$((ttl * 2)) into=$((ttl * 5 / 3)) heal_after=$((ttl / 3 + LATE_HEAL_MS)) late_ms=3500
+    else
+        work=$((ttl * 7 / 2)) into=$ttl heal_after=$((ttl * 3 / 2))
+    fi
+    [ -x "$ROOT/build/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
+    cut_stack || return 1
+    cut_stage || return 1
+    cut_judge
+}
+
+# cut_stage: the loads, A's long sale, the cut and the heal (work, into, heal_after,
+# late_ms from cut_play); sets first_ns (A's sale seen inside), owner (its lock owner id),
+# cut_ns, heal_ns and long_ns (its answer), and leaves the histories in SCN_DIR.
+cut_stage() {
+    local before_ms=1000 total_s got probe s
+    MONO_OFFSET=$(mono_offset_ns)
+    samplers_start
+    # The loads: long enough for the long sale's wait (about a second at most), its work,
+    # its late answer and a lease after it.
+    total_s=$(( (before_ms + 1000 + work + late_ms + ttl + 999) / 1000 ))
+    host_load h2 "$total_s" 4 A
+    host_load h3 "$total_s" 4 B
+    sleep "$(awk -v m="$before_ms" 'BEGIN { print m / 1000 }')"
+    long_sale "$work"
+    # Its grant: the first of A's sales seen inside for 200 ms (the others take a few ms).
+    if ! wait_until $(( ttl * 2 / 1000 + 5 )) "$LONG_PID" held_by_a 200; then
+        samplers_stop; bg_wait
+        SCN_OBSERVED="A's long sale never held the lock: $(cat "$SCN_DIR/long.json" 2>/dev/null)"
+        return 1
+    fi
+    got=$(held_by_a 200); probe=${got#* }
+    first_ns=$(us_to_ns "${got%% *}")
+    owner=${probe#"inventory-$CUT_HOST:"}; owner=${owner%:*}
+    sleep_until $(( first_ns + into * 1000000 ))
+    hosts_cut "$CUT_HOST" "$CUT_FROM"
+    cut_ns=$(mono_now_ns)
+    sleep_until $(( cut_ns + heal_after * 1000000 ))
+    hosts_heal
+    heal_ns=$(mono_now_ns)
+    wait "$LONG_PID" 2>/dev/null || true
+    long_ns=$(jq '.end_ns // empty' "$SCN_DIR/history-L.jsonl" 2>/dev/null)
+    [ -n "$long_ns" ] || long_ns=$(mono_now_ns)
+    sleep "$(awk -v m="$ttl" 'BEGIN { print m / 1000 }')"
+    samplers_stop
+    bg_wait
+    for s in A B; do
+        sale_load_summary "$SCN_DIR/load-$s.out" > "$SCN_DIR/wrk-$s.out" ||
+            { SCN_OBSERVED="sale-load $s failed: $(tail -n 2 "$SCN_DIR/load-$s.out")"; return 1; }
+    done
+    cat "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl" "$SCN_DIR/history-L.jsonl" \
+        > "$SCN_DIR/history.jsonl"
+}
+
+# cut_judge: the verdict from Redis and the answers (every history and A's sale's), and
+# the observed line.
+cut_judge() {
+    local hist=$SCN_DIR/history.jsonl final check_out verdict lost overlaps oversold
+    final=$(rcli get "stock:{$ITEM}")
+    check_out=$("$LOADTEST_DIR/check-history" "$hist" --stock "$STOCK" --final "$final" 2>&1)
+    case $? in
+    0) verdict="possible" ;;
+    1) verdict="impossible: $(echo "$check_out" | head -n 1)" ;;
+    *) SCN_OBSERVED="check-history could not read the history: $check_out"; return 1 ;;
+    esac
+    set -- $(history_report "$hist" "$cut_ns")   # sales gap_ms gap_from_ms first_after_cut_ms sold_twice
+    lost=$(( $1 - (STOCK - final) )); [ "$lost" -gt 0 ] || lost=0
+    overlaps=$(overlaps_now) oversold=$(oversold_now)
+    SCN_FLAW=0
+    [ "$oversold" -le 0 ] && [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] || SCN_FLAW=1
+    SCN_OBSERVED="A's sale inside $(rel_ms "$first_ns") ms; $CUT_HOST cut from $CUT_FROM, healed $(rel_ms "$heal_ns") ms, lease $ttl ms: $(cut_lease_line "$owner") $(cut_a_line) A's sale answered $(rel_ms "$long_ns") ms: $(cut_long_answer); overlaps $overlaps; oversold $oversold; history $verdict; acknowledged sales lost $lost; sold twice $5; lease_lost answers $(jq -s '[.[] | select(.error == "lease_lost")] | length' "$hist"); longest with no sale $2 ms (from $3 ms after the cut); answers $(cut_answers)"
+}
+
+# cut_lease_line OWNER: what Redis saw of A's lease and B's first sale, one clause.
+cut_lease_line() {
+    local last end taken first_b
+    read -r last end taken <<< "$(lease_report "$1")"
+    first_b=$(first_after "$SCN_DIR/history-B.jsonl" "$cut_ns")
+    if [ "$last" = -1 ]; then
+        echo "Redis never showed A's lease; B's first sale $first_b ms;"
+    else
+        echo "Redis last set A's lease $(rel_ms "$(us_to_ns "$last")") ms, it ran out" \
+            "$(rel_ms "$(us_to_ns "$end")") ms; $([ "$taken" = 0 ] && echo "nobody else held the lock" ||
+            echo "B held the lock $(rel_ms "$(us_to_ns "$taken")") ms"), B's first sale $first_b ms;"
+    fi
+}
+
+# cut_a_line: what A's /metrics showed, one clause.
+cut_a_line() {
+    set -- $(a_metrics_report)
+    echo "A's metrics: $1 renewals by the cut (the last seen $2 ms), its lease counted lost" \
+        "$([ "$3" = -1 ] && echo "never" || echo "$3 ms");"
+}
+
+# cut_long_answer: A's long sale's answer: status, error or remaining, lease_lost, message.
+cut_long_answer() {
+    jq -r '"\(if .ok then "200 sold, remaining \(.remaining)" else "409 \(.error)" end)"
+        + (if .lease_lost then " with lease_lost true" else "" end)
+        + (if .message then " (\(.message))" else "" end)' "$SCN_DIR/long.json" 2>/dev/null ||
+        echo "no answer"
+}
+
+# cut_answers: every answer by status (and by error for 409 and 503), one line.
+cut_answers() {
+    jq -rs 'group_by(.status) | map("\(.[0].status) x \(length)" +
+        if .[0].status == 409 or .[0].status == 503 then
+            " (" + (group_by(.error) | map("\(.[0].error) \(length)") | join(", ")) + ")" else "" end)
+        | join(", ")' "$SCN_DIR/history.jsonl"
+}
