@@ -7,9 +7,9 @@
 #       works 2 TTLs inside the lock, so that its lease must be renewed to last)
 #   h3: instance B and its client (4 connections, 50 ms of work a sale)
 #   h4, h5, h6: redlock's three lock masters, when the lock has them (v10)
-# Every answer goes into a history. Two seconds in, as soon as a sale of A has entered the
+# Every answer goes into a history. A second in, as soon as a sale of A has entered the
 # lock (the overlap probe, probe:{I}, names it), a clock is moved by 10 s, once; the loads
-# go on for SECS seconds (-d, default 10) after it.
+# go on for SECS seconds (-d, default 10) or a little more after it.
 #
 # How a clock is moved, for one process:
 #   an instance: libfaketime (LD_PRELOAD, FAKETIME_TIMESTAMP_FILE holding "+0", rewritten
@@ -110,18 +110,21 @@ host_metric() {
 # Redis's) moved by STEP seconds, its wall clock only or (CLOCKS monotonic) its monotonic
 # one too.
 clock_play() {
-    local who=$1 step=$2 clocks=$3 before_s=2 after_s=${SECS:-10} hist=$SCN_DIR/history.jsonl
-    local file=$RUN_DIR/clock jump_ns final verdict lost oversold overlaps renewals lost_leases what s
+    local who=$1 step=$2 clocks=$3 before_s=1 after_s=${SECS:-10} hist=$SCN_DIR/history.jsonl
+    local file=$RUN_DIR/clock total jump_ns final verdict lost oversold overlaps renewals lost_leases what s
     [ -x "$ROOT/build/sale-load" ] && [ -f "$ROOT/build/clockstep.so" ] ||
         { SCN_OBSERVED="build/sale-load or build/clockstep.so not built (make)"; return 1; }
     clock_stack "$who" "$clocks" "$file" || return 1
     MONO_OFFSET=$(mono_offset_ns)
-    LOAD_QUERY="work_ms=$(( TTL_MS * 2 ))" host_load h2 $(( before_s + after_s )) 2 A
-    LOAD_QUERY="work_ms=50" host_load h3 $(( before_s + after_s )) 4 B
+    # Long enough for a sale of A to enter after before_s (one of its sales' work), then
+    # after_s more.
+    total=$(( before_s + (TTL_MS * 2 + 999) / 1000 + after_s ))
+    LOAD_QUERY="work_ms=$(( TTL_MS * 2 ))" host_load h2 "$total" 2 A
+    LOAD_QUERY="work_ms=50" host_load h3 "$total" 4 B
     sleep "$before_s"
     # Just after a sale of A entered: the whole of its work is still ahead of it.
-    wait_until 5 "" a_entered_anew "$(a_in_probe)" ||
-        { bg_wait; SCN_OBSERVED="no sale of A entered the lock in 5 s"; return 1; }
+    wait_until $(( TTL_MS * 2 / 1000 + 1 )) "" a_entered_anew "$(a_in_probe)" ||
+        { bg_wait; SCN_OBSERVED="no sale of A entered the lock in $(( TTL_MS * 2 / 1000 + 1 )) s"; return 1; }
     set_clock "$file" "$step"
     jump_ns=$(mono_now_ns)
     bg_wait
@@ -147,5 +150,5 @@ clock_play() {
     else
         what="the wall clock of the Redis holding the lock (h1)"
     fi
-    SCN_OBSERVED="$what moved ${step} s as a sale of A entered the lock (lease ${TTL_MS} ms; A: 2 connections, $(( TTL_MS * 2 )) ms of work a sale; B: 4, 50 ms; ${after_s} s after the jump): overlaps $overlaps; oversold $oversold; A renewed ${renewals:-?} times, lost ${lost_leases:-?} leases; history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the jump); answers $(history_answers "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl")"
+    SCN_OBSERVED="$what moved ${step} s as a sale of A entered the lock (lease ${TTL_MS} ms; A: 2 connections, $(( TTL_MS * 2 )) ms of work a sale; B: 4, 50 ms; load for ${after_s} s or more after the jump): overlaps $overlaps; oversold $oversold; A renewed ${renewals:-?} times, lost ${lost_leases:-?} leases; history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the jump); answers $(history_answers "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl")"
 }
