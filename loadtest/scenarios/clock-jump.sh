@@ -9,7 +9,8 @@
 #   h4, h5, h6: redlock's three lock masters, when the lock has them (v10)
 # Every answer goes into a history. A second in, as soon as a sale of A has entered the
 # lock (the overlap probe, probe:{I}, names it), a clock is moved by 10 s, once; the loads
-# go on for SECS seconds (-d, default 10) or a little more after it.
+# go on for SECS seconds (-d, default 10) or a little more after it. A short form for a
+# test: --ttl-ms 500 -d 2 (about 7 s a run).
 #
 # How a clock is moved, for one process:
 #   an instance: libfaketime (LD_PRELOAD, FAKETIME_TIMESTAMP_FILE holding "+0", rewritten
@@ -22,16 +23,18 @@
 #
 # Variants:
 #   clock-jump            A's wall clock 10 s back. A wait on the wall clock (a deadline
-#                         on CLOCK_REALTIME) then lasts 10 s longer: a watchdog waiting so
-#                         sleeps through its renewals, and A's leases run out under its
-#                         sales: B enters, two hold at once.
+#                         on CLOCK_REALTIME) then lasts 10 s longer. The watchdog waited
+#                         so until it moved to CLOCK_MONOTONIC: it slept through its
+#                         renewals, A's leases ran out under its sales, B entered, two
+#                         held at once (v8 oversold). Now the step changes nothing.
 #   clock-jump-forward    A's wall clock 10 s ahead: such a wait ends at once (a renewal
-#                         early); nothing is lost.
+#                         early); nothing is lost, before the move or after.
 #   clock-jump-monotonic  A's wall and monotonic clocks 10 s back (no
 #                         FAKETIME_DONT_FAKE_MONOTONIC): what a lock that measured leases
 #                         on a clock that can be set would do. Renewal waits and lease
 #                         ends (v10's validity: TTL - elapsed - drift) are on the
-#                         monotonic clock: A counts 10 s more on each lease it holds.
+#                         monotonic clock: the watchdog sleeps 10 s, and A counts 10 s
+#                         more on the lease it holds: it writes after Redis let it go.
 #   clock-jump-redis      the wall clock of the Redis server that holds the lock (h1; with
 #                         lock masters, the first of them, h4) 10 s ahead. Redis keeps a
 #                         key's expiry as an absolute unix time: the held lock expires at
