@@ -43,7 +43,8 @@ HEADERS     := $(wildcard lock/*.h lock/redis/*.h service/*.h loadtest/*.h tests
 
 .PHONY: all test demo bench fuzz model deps install clean
 all: build/inventory-service build/test_lock build/test_redis $(if $(wildcard loadtest/report.c),build/evolution-report) \
-     $(if $(wildcard loadtest/load.c),build/sale-load)
+     $(if $(wildcard loadtest/load.c),build/sale-load) \
+     $(if $(wildcard loadtest/clockstep.c),build/clockstep.so)
 
 # Rebuild everything when the flags change (a sanitizer build after a plain one).
 build/.flags: FORCE
@@ -88,6 +89,12 @@ build/evolution-report: build/loadtest/report.o
 # The load client that records a sale history (loadtest/load.c says why wrk cannot).
 build/sale-load: build/loadtest/load.o
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
+
+# The preload the clock-jump scenarios put before libfaketime (loadtest/clockstep.c says
+# why): no sanitizer, which would have to be loaded first.
+build/clockstep.so: loadtest/clockstep.c build/.flags
+	@mkdir -p build
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -fPIC -shared -pthread $(CFLAGS) $(LDFLAGS) -o $@ $< -ldl
 
 deps:
 	@deploy/install-deps

@@ -1,4 +1,4 @@
-/* clock.c - Monotonic milliseconds and sleeps. */
+/* clock.c - Monotonic milliseconds, sleeps, and condition variables on the monotonic clock. */
 #include "lock/clock.h"
 
 #include <errno.h>
@@ -36,4 +36,14 @@ struct timespec lock_realtime_in(long ms)
 struct timespec lock_monotonic_at(long long until_ms)
 {
     return (struct timespec){ .tv_sec = until_ms / 1000, .tv_nsec = (until_ms % 1000) * 1000000L };
+}
+
+void lock_cond_init_monotonic(pthread_cond_t *cv)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &attr);
+    pthread_condattr_destroy(&attr);
 }

@@ -27,7 +27,8 @@ struct watchdog {
     struct lock_client *lc;
     pthread_t thread;
     pthread_mutex_t mu;         /* guards leases, stopping */
-    pthread_cond_t cv;
+    pthread_cond_t cv;          /* on CLOCK_MONOTONIC: a wall clock set back must not
+                                   stretch a period past the lease */
     struct lease *leases;
     int stopping;
 };
@@ -93,7 +94,7 @@ static void *watchdog_main(void *arg)
 
     pthread_mutex_lock(&w->mu);
     while (!w->stopping) {
-        until = lock_realtime_in(period);
+        until = lock_monotonic_at(lock_now_ms() + period);
         /* Sleeps a full period, or until stopped; with nothing held it issues no command. */
         while (!w->stopping && pthread_cond_timedwait(&w->cv, &w->mu, &until) != ETIMEDOUT)
             ;
@@ -128,7 +129,7 @@ int lock_keepalive_init(struct lock_client *lc, struct lock_error *err)
         return lock_fail(err, LOCK_E_NOMEM, "out of memory");
     w->lc = lc;
     pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
+    lock_cond_init_monotonic(&w->cv);
     if (pthread_create(&w->thread, NULL, watchdog_main, w) != 0) {
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);

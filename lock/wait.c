@@ -72,12 +72,7 @@ static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, long long un
 
 static void waiter_init(struct waiter *w)
 {
-    pthread_condattr_t attr;
-
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &attr);
-    pthread_condattr_destroy(&attr);
+    lock_cond_init_monotonic(&w->cv);
     w->next = NULL;
 }
 

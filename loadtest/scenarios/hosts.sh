@@ -9,8 +9,14 @@
 # deploy/lib.sh's in_net): this machine has no route to them. The loads run in the hosts.
 #
 # Sets for loadtest/run and lib.sh, as stack.env would: REDIS_HOST, REDIS_PORT,
-# REDIS_PASSWORD_FILE, INSTANCE_PORTS (HOST:PORT each), INSTANCE_PIDS, and with sentinels
-# SENTINEL_PORTS (HOST:PORT each), SENTINEL_MASTER, SENTINEL_PASSWORD_FILE.
+# REDIS_PASSWORD_FILE, INSTANCE_PORTS (HOST:PORT each), INSTANCE_PIDS, with sentinels
+# SENTINEL_PORTS (HOST:PORT each), SENTINEL_MASTER, SENTINEL_PASSWORD_FILE, and with
+# redlock's lock masters MASTER_PORTS (HOST:PORT each), MASTER_PIDS.
+#
+# A process may be started under a command prefix (a clock faker: scenarios/clock-jump.sh):
+# INSTANCE_WRAP for host_instance, REDIS_WRAP for host_redis and host_lock_master, e.g.
+# REDIS_WRAP="env LD_PRELOAD=... CLOCKSTEP_FILE=..." host_redis h1. The prefix must end by
+# exec'ing the command (env does): the pid is the server's, as deploy/down checks it.
 
 HOSTS_BIN=$ROOT/deploy/hosts
 H_REDIS_PORT=6379 H_SENTINEL_PORT=26379 H_INSTANCE_PORT=8001 H_NGINX_PORT=8080
@@ -36,7 +42,7 @@ hosts_stack_up() {
      head -c 24 /dev/urandom | base64 | tr '+/' '-_' > "$SENTINEL_PASSWORD_FILE"
      pw=$(head -n 1 "$REDIS_PASSWORD_FILE")
      printf 'requirepass "%s"\nmasterauth "%s"\n' "$pw" "$pw" > "$REDIS_CONF")
-    INSTANCE_PORTS="" INSTANCE_PIDS="" SENTINEL_PORTS="" REPLICA_PORTS=""
+    INSTANCE_PORTS="" INSTANCE_PIDS="" SENTINEL_PORTS="" REPLICA_PORTS="" MASTER_PORTS="" MASTER_PIDS=""
 }
 # hosts_stack_down: what runs in the hosts, by pid (deploy/down: RUN_DIR's and those of
 # deploy/up run in a host with RUN_DIR/H), then the hosts.
@@ -59,11 +65,31 @@ host_redis() {
     a=$(host_addr "$h")
     if [ -z "${REDIS_HOST:-}" ]; then name=redis; REDIS_HOST=$a REDIS_PORT=$H_REDIS_PORT
     else name=replica-$h; REPLICA_PORTS="${REPLICA_PORTS:+$REPLICA_PORTS }$a:$H_REDIS_PORT"; fi
+    redis_in_host "$h" "$name" "$@"
+}
+
+# host_lock_master H [ARG...]: one of redlock's lock masters in H on its address (as
+# host_redis's, under RUN_DIR/master-H/), added to MASTER_PORTS and MASTER_PIDS: every
+# host_instance started after it takes them as --lock-redis. True once it answers.
+host_lock_master() {
+    local h=$1; shift
+    redis_in_host "$h" "master-$h" "$@" || return 1
+    MASTER_PORTS="${MASTER_PORTS:+$MASTER_PORTS }$(host_addr "$h"):$H_REDIS_PORT"
+    MASTER_PIDS="${MASTER_PIDS:+$MASTER_PIDS }$REDIS_IN_HOST_PID"
+}
+
+# redis_in_host H NAME [ARG...]: redis-server in H on its address and H_REDIS_PORT, under
+# REDIS_WRAP, data in RUN_DIR/NAME/, log NAME.log, pid file NAME.pid (REDIS_IN_HOST_PID).
+# True once it answers.
+redis_in_host() {
+    local h=$1 name=$2 a; shift 2
+    a=$(host_addr "$h")
     mkdir -p "$RUN_DIR/$name"
-    setsid "$HOSTS_BIN" run "$h" redis-server "$REDIS_CONF" --port "$H_REDIS_PORT" --bind "$a" \
-        --protected-mode no --appendonly yes --appendfsync "${FSYNC:-everysec}" --save '' \
-        --dir "$RUN_DIR/$name" --repl-diskless-sync-delay 0 "$@" \
+    setsid "$HOSTS_BIN" run "$h" ${REDIS_WRAP:-} redis-server "$REDIS_CONF" --port "$H_REDIS_PORT" \
+        --bind "$a" --protected-mode no --appendonly yes --appendfsync "${FSYNC:-everysec}" \
+        --save '' --dir "$RUN_DIR/$name" --repl-diskless-sync-delay 0 "$@" \
         </dev/null >>"$RUN_DIR/$name.log" 2>&1 &
+    REDIS_IN_HOST_PID=$!
     printf '%s\nredis-server\n:%s \n' $! "$H_REDIS_PORT" > "$RUN_DIR/$name.pid"
     wait_until 10 $! sh -c "[ \"\$(REDISCLI_AUTH=\$(cat '$REDIS_PASSWORD_FILE') '$HOSTS_BIN' run '$h' redis-cli -h '$a' -p '$H_REDIS_PORT' ping)\" = PONG ]"
 }
@@ -99,8 +125,9 @@ sentinels_ready() {
 
 # host_instance H [ARG...]: an instance in H on its address, named inventory-H, with the
 # run's lock settings (LOCK, TTL_MS, WAIT_MS, RETRY_MS, WAIT, COMBINE, REPLICAS), faults on
-# (the overlap probe), Redis found by the sentinels (or REDIS_HOST without them); ARGs are
-# added. True once it answers /health.
+# (the overlap probe), Redis found by the sentinels (or REDIS_HOST without them), the lock
+# masters of host_lock_master if any, under INSTANCE_WRAP; ARGs are added. True once it
+# answers /health.
 host_instance() {
     local h=$1 a bin=$ROOT/build/inventory-service args; a=$(host_addr "$h"); shift
     args=(--bind "$a" --port "$H_INSTANCE_PORT" --name "inventory-$h" --lock "$LOCK" --faults
@@ -117,6 +144,7 @@ host_instance() {
     [ -z "${WAIT:-}" ] || args+=(--wait "$WAIT")
     [ -z "${COMBINE:-}" ] || args+=(--combine "$COMBINE")
     [ -z "${REPLICAS:-}" ] || args+=(--replicas "$REPLICAS")
+    [ -z "${MASTER_PORTS:-}" ] || args+=(--lock-redis "$(echo $MASTER_PORTS | tr ' ' ,)")
     setsid "$HOSTS_BIN" run "$h" ${INSTANCE_WRAP:-} "$bin" "${args[@]}" "$@" \
         </dev/null >>"$RUN_DIR/instance-$h.log" 2>&1 &
     printf '%s\n%s \n--port %s \n' $! "$bin" "$H_INSTANCE_PORT" > "$RUN_DIR/instance-$h.pid"
@@ -127,10 +155,10 @@ host_instance() {
 
 # host_load H SECS CONNS NAME [ARG...]: build/sale-load in H against H's instance, in the
 # background (its pid appended to BG_PIDS), every answer in SCN_DIR/history-NAME.jsonl, its
-# summary in SCN_DIR/load-NAME.out.
+# summary in SCN_DIR/load-NAME.out; LOAD_QUERY (e.g. work_ms=50) is added to each sale.
 host_load() {
     local h=$1 a; a=$(host_addr "$h")
-    in_host "$h" "$ROOT/build/sale-load" --url "http://$a:$H_INSTANCE_PORT/inventory/sale?item=$ITEM" \
+    in_host "$h" "$ROOT/build/sale-load" --url "http://$a:$H_INSTANCE_PORT/inventory/sale?item=$ITEM${LOAD_QUERY:+&$LOAD_QUERY}" \
         -c "$3" -d "$2" --timeout-ms 10000 --history "$SCN_DIR/history-$4.jsonl" "${@:5}" \
         > "$SCN_DIR/load-$4.out" 2>&1 &
     BG_PIDS="$BG_PIDS $!"

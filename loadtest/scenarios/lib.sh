@@ -50,6 +50,28 @@ history_report() {
     ' "$1"
 }
 
+# history_check FILE FINAL: the checker's verdict on the history FILE for a run from STOCK
+# that left FINAL: "possible", or "impossible: " and the checker's first line. Fails (its
+# output in the verdict's place) when the checker cannot read it.
+history_check() {
+    local out
+    out=$("$LOADTEST_DIR/check-history" "$1" --stock "$STOCK" --final "$2" 2>&1)
+    case $? in
+    0) echo "possible" ;;
+    1) echo "impossible: $(echo "$out" | head -n 1)" ;;
+    *) echo "$out"; return 1 ;;
+    esac
+}
+
+# history_answers FILE...: the histories' answers by status (and by error for 409 and
+# 503), one line: "200 x N, 409 x N (sold_out N, lease_lost N), ...".
+history_answers() {
+    cat "$@" | jq -rs '
+        group_by(.status) | map("\(.[0].status) x \(length)" + if .[0].status == 503 or .[0].status == 409 then
+            " (" + (group_by(.error) | map("\(.[0].error) \(length)") | join(", ")) + ")" else "" end)
+        | join(", ")'
+}
+
 # port_of N, pid_of N: the Nth instance's port and pid (1-based).
 port_of() { echo "$INSTANCE_PORTS" | awk -v n="$1" '{ print $n }'; }
 pid_of() { echo "$INSTANCE_PIDS" | awk -v n="$1" '{ print $n }'; }

@@ -33,7 +33,8 @@
 #                            only once both replicas acknowledged them (WAIT 2, sent after
 #                            the script on its connection); short of it, outcome_unknown
 #                            (503): no 200 on the minority side after the cut
-# (now_ms, sale_load_summary: loadtest/run's; mono_now_ns, history_report: lib.sh's.)
+# (now_ms, sale_load_summary: loadtest/run's; mono_now_ns, history_report, history_check,
+# history_answers: lib.sh's.)
 
 defaults_sentinel_partition="ttl=2000 wait=3000 stock=1000000 hosts=5"
 defaults_sentinel_partition_min1=$defaults_sentinel_partition
@@ -91,7 +92,7 @@ scenario_sentinel_partition_wait() { REPLICAS=2; partition_play; }
 # partition_play REDIS_ARG...: plays the scenario on the layout with REDIS_ARGs.
 partition_play() {
     local cut_s=${SECS:-10} before_s=3 after_s=15 total old new hist=$SCN_DIR/history.jsonl
-    local cut_ns heal_ns prom_ns demote_ns final check_out verdict lost setting
+    local cut_ns heal_ns prom_ns demote_ns final verdict lost setting
     local during after first_b s
     setting="$*${REPLICAS:+--replicas $REPLICAS (WAIT on the grant and the sale)}"
     [ -x "$ROOT/build/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
@@ -120,12 +121,8 @@ partition_play() {
     wait_until 10 "" sentinels_agree || true
     new=$(current_master) || { SCN_OBSERVED="no master after the heal"; return 1; }
     final=$(rcli get "stock:{$ITEM}")
-    check_out=$("$LOADTEST_DIR/check-history" "$hist" --stock "$STOCK" --final "$final" 2>&1)
-    case $? in
-    0) verdict="possible" ;;
-    1) verdict="impossible: $(echo "$check_out" | head -n 1)" ;;
-    *) SCN_OBSERVED="check-history could not read the history: $check_out"; return 1 ;;
-    esac
+    verdict=$(history_check "$hist" "$final") ||
+        { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
     set -- $(history_report "$hist" "$cut_ns")   # sales gap_ms gap_from_ms first_after_cut_ms sold_twice
     lost=$(( $1 - (STOCK - final) )); [ "$lost" -gt 0 ] || lost=0
     during=$(side_sales "$SCN_DIR/history-A.jsonl" "$cut_ns" "$heal_ns")
@@ -133,13 +130,6 @@ partition_play() {
     first_b=-1; [ -z "$prom_ns" ] || first_b=$(first_sale_after "$SCN_DIR/history-B.jsonl" "$prom_ns")
     SCN_FLAW=0
     [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] || SCN_FLAW=1
-    SCN_OBSERVED="cut {h1,h2}|{h3,h4,h5} for ${cut_s} s${setting:+ with $setting}: the majority promoted $([ -n "$prom_ns" ] && echo "${new%:*} $(( (prom_ns - cut_ns) / 1000000 )) ms after the cut, B's first sale $first_b ms after that" || echo "no replica during the cut"); A sold $during on the old master during the cut, and $after between the heal and the old master's demotion$([ -n "$demote_ns" ] && echo " ($(( (demote_ns - heal_ns) / 1000000 )) ms after the heal)" || echo " (not demoted within ${after_s} s)"); history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the cut); answers $(partition_answers)"
+    SCN_OBSERVED="cut {h1,h2}|{h3,h4,h5} for ${cut_s} s${setting:+ with $setting}: the majority promoted $([ -n "$prom_ns" ] && echo "${new%:*} $(( (prom_ns - cut_ns) / 1000000 )) ms after the cut, B's first sale $first_b ms after that" || echo "no replica during the cut"); A sold $during on the old master during the cut, and $after between the heal and the old master's demotion$([ -n "$demote_ns" ] && echo " ($(( (demote_ns - heal_ns) / 1000000 )) ms after the heal)" || echo " (not demoted within ${after_s} s)"); history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the cut); answers $(history_answers "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl")"
 }
 
-# partition_answers: both loads' answers by status (and by error for 503), one line.
-partition_answers() {
-    cat "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl" | jq -rs '
-        group_by(.status) | map("\(.[0].status) x \(length)" + if .[0].status == 503 then
-            " (" + (group_by(.error) | map("\(.[0].error) \(length)") | join(", ")) + ")" else "" end)
-        | join(", ")'
-}

@@ -1,0 +1,157 @@
+# clock-jump.sh - A clock jumps 10 s mid-lease: one instance's, or the Redis server's.
+# What a lease is worth when the clock it is measured on is stepped.
+#
+# Test hosts (deploy/hosts; scenarios/hosts.sh):
+#   h1: the data Redis
+#   h2: instance A and its client (build/sale-load, 2 keep-alive connections; each sale
+#       works 2 TTLs inside the lock, so that its lease must be renewed to last)
+#   h3: instance B and its client (4 connections, 50 ms of work a sale)
+#   h4, h5, h6: redlock's three lock masters, when the lock has them (v10)
+# Every answer goes into a history. A second in, as soon as a sale of A has entered the
+# lock (the overlap probe, probe:{I}, names it), a clock is moved by 10 s, once; the loads
+# go on for SECS seconds (-d, default 10) or a little more after it. A short form for a
+# test: --ttl-ms 500 -d 2 (about 7 s a run).
+#
+# How a clock is moved, for one process:
+#   an instance: libfaketime (LD_PRELOAD, FAKETIME_TIMESTAMP_FILE holding "+0", rewritten
+#     to "-10" or "+10"; FAKETIME_NO_CACHE=1 so that it is read at each call, not every
+#     10 s; FAKETIME_DONT_FAKE_MONOTONIC=1 so that the wall clock jumps alone), after
+#     build/clockstep.so, which makes a condition wait's deadline follow the jump as the
+#     kernel does for a real step (libfaketime fixes a wait's length when it begins);
+#   a Redis server: build/clockstep.so alone steps its wall clock (libfaketime hangs
+#     Debian's redis-server at start: jemalloc; loadtest/clockstep.c says why).
+#
+# Variants:
+#   clock-jump            A's wall clock 10 s back. A wait on the wall clock (a deadline
+#                         on CLOCK_REALTIME) then lasts 10 s longer. The watchdog waited
+#                         so until it moved to CLOCK_MONOTONIC: it slept through its
+#                         renewals, A's leases ran out under its sales, B entered, two
+#                         held at once (v8 oversold). Now the step changes nothing.
+#   clock-jump-forward    A's wall clock 10 s ahead: such a wait ends at once (a renewal
+#                         early); nothing is lost, before the move or after.
+#   clock-jump-monotonic  A's wall and monotonic clocks 10 s back (no
+#                         FAKETIME_DONT_FAKE_MONOTONIC): what a lock that measured leases
+#                         on a clock that can be set would do. Renewal waits and lease
+#                         ends (v10's validity: TTL - elapsed - drift) are on the
+#                         monotonic clock: the watchdog sleeps 10 s, and A counts 10 s
+#                         more on the lease it holds: it writes after Redis let it go.
+#   clock-jump-redis      the wall clock of the Redis server that holds the lock (h1; with
+#                         lock masters, the first of them, h4) 10 s ahead. Redis keeps a
+#                         key's expiry as an absolute unix time: the held lock expires at
+#                         once while A's sale works; B walks in.
+# Reported: overlaps (overlaps:{I}), oversold (Redis), A's renewals and lost leases
+# (its /metrics), the checker's verdict on both histories, acknowledged sales lost (200s
+# beyond what the stock says was sold), stock sold twice (two 200s with one remaining),
+# the longest time with no sale, answers by status.
+# Verdict: the flaw when the data shows it: oversold, acknowledged sales lost, stock sold
+# twice, or a history the checker finds impossible. Two holders whose stale write a fence
+# refuses (409 lease_lost) are reported (overlaps), not the flaw: as in pause.sh.
+# (now_ms, sale_load_summary: loadtest/run's; mono_offset_ns, mono_now_ns, history_report,
+# history_check, history_answers: lib.sh's; host_*: hosts.sh's.)
+
+defaults_clock_jump="ttl=1000 wait=3000 stock=100000 hosts=6"
+defaults_clock_jump_forward=$defaults_clock_jump
+defaults_clock_jump_monotonic=$defaults_clock_jump
+defaults_clock_jump_redis=$defaults_clock_jump
+
+scenario_clock_jump() { clock_play instance -10 wall; }
+scenario_clock_jump_forward() { clock_play instance +10 wall; }
+scenario_clock_jump_monotonic() { clock_play instance -10 monotonic; }
+scenario_clock_jump_redis() { clock_play redis +10 wall; }
+
+# faketime_lib: the path of Debian's libfaketime (FAKETIME_LIB overrides); fails without.
+faketime_lib() {
+    local f
+    for f in ${FAKETIME_LIB:-} /usr/lib/*/faketime/libfaketimeMT.so.1; do
+        [ -f "$f" ] && { echo "$f"; return 0; }
+    done
+    return 1
+}
+
+# set_clock FILE STEP: the clock file says STEP now ("+0", "-10", "+10"), replaced whole so
+# that no reader sees it half written.
+set_clock() { echo "$2" > "$1.new" && mv "$1.new" "$1"; }
+
+# clock_stack WHO CLOCKS FILE: the layout above; the process WHO names (instance: A;
+# redis: the lock's Redis) reads its clock through FILE (CLOCKS: wall, or monotonic too).
+clock_stack() {
+    local who=$1 clocks=$2 file=$3 lib wrap_a="" wrap_r="" masters=0 h
+    set_clock "$file" +0
+    if [ "$who" = instance ]; then
+        lib=$(faketime_lib) || { SCN_OBSERVED="libfaketime not found (Debian: libfaketime)"; return 1; }
+        wrap_a="env LD_PRELOAD=$ROOT/build/clockstep.so:$lib FAKETIME_TIMESTAMP_FILE=$file FAKETIME_NO_CACHE=1"
+        [ "$clocks" = monotonic ] || wrap_a="$wrap_a FAKETIME_DONT_FAKE_MONOTONIC=1"
+    else
+        wrap_r="env LD_PRELOAD=$ROOT/build/clockstep.so CLOCKSTEP_FILE=$file"
+    fi
+    case $LOCK in v10|redlock) masters=3 ;; esac   # as deploy/up: redlock's own servers
+    hosts_stack_up $(( 3 + masters )) || { SCN_OBSERVED="deploy/hosts up failed"; return 1; }
+    REDIS_WRAP=$([ "$masters" = 0 ] && echo "$wrap_r") host_redis h1 ||
+        { SCN_OBSERVED="the Redis on h1 did not start: $(tail -n 2 "$RUN_DIR/redis.log")"; return 1; }
+    for h in $(seq 4 $(( 3 + masters ))); do
+        REDIS_WRAP=$([ "$h" = 4 ] && echo "$wrap_r") host_lock_master "h$h" ||
+            { SCN_OBSERVED="the lock master on h$h did not start"; return 1; }
+    done
+    INSTANCE_WRAP=$wrap_a host_instance h2 ||
+        { SCN_OBSERVED="instance A did not start: $(tail -n 2 "$RUN_DIR/instance-h2.log")"; return 1; }
+    host_instance h3 || { SCN_OBSERVED="instance B did not start: $(tail -n 2 "$RUN_DIR/instance-h3.log")"; return 1; }
+    rcli set "stock:{$ITEM}" "$STOCK" >/dev/null && rcli del "sold:{$ITEM}" "orders:{$ITEM}" >/dev/null
+}
+
+# a_in_probe: the probe's entry of the sale of A inside the lock now (its instance's name,
+# its owner, a sequence number), if any.
+a_in_probe() { rcli smembers "probe:{$ITEM}" | grep '^inventory-h2:' | head -n 1; }
+# a_entered_anew OLD: a sale of A is inside the lock now, and not the one of entry OLD.
+a_entered_anew() { local m; m=$(a_in_probe); [ -n "$m" ] && [ "$m" != "$1" ]; }
+# host_metric H NAME: the metric NAME of H's instance (nothing when it does not answer).
+host_metric() {
+    in_host "$1" curl -s -m 2 "http://$(host_addr "$1"):$H_INSTANCE_PORT/metrics" |
+        awk -v m="$2" '$1 == m { print $2 }'
+}
+
+# clock_play WHO STEP CLOCKS: plays the scenario: WHO's clock (instance A's, or the lock's
+# Redis's) moved by STEP seconds, its wall clock only or (CLOCKS monotonic) its monotonic
+# one too.
+clock_play() {
+    local who=$1 step=$2 clocks=$3 before_s=1 after_s=${SECS:-10} hist=$SCN_DIR/history.jsonl
+    local file=$RUN_DIR/clock total jump_ns final verdict lost oversold overlaps renewals lost_leases what s
+    [ -x "$ROOT/build/sale-load" ] && [ -f "$ROOT/build/clockstep.so" ] ||
+        { SCN_OBSERVED="build/sale-load or build/clockstep.so not built (make)"; return 1; }
+    clock_stack "$who" "$clocks" "$file" || return 1
+    MONO_OFFSET=$(mono_offset_ns)
+    # Long enough for a sale of A to enter after before_s (one of its sales' work), then
+    # after_s more.
+    total=$(( before_s + (TTL_MS * 2 + 999) / 1000 + after_s ))
+    LOAD_QUERY="work_ms=$(( TTL_MS * 2 ))" host_load h2 "$total" 2 A
+    LOAD_QUERY="work_ms=50" host_load h3 "$total" 4 B
+    sleep "$before_s"
+    # Just after a sale of A entered: the whole of its work is still ahead of it.
+    wait_until $(( TTL_MS * 2 / 1000 + 1 )) "" a_entered_anew "$(a_in_probe)" ||
+        { bg_wait; SCN_OBSERVED="no sale of A entered the lock in $(( TTL_MS * 2 / 1000 + 1 )) s"; return 1; }
+    set_clock "$file" "$step"
+    jump_ns=$(mono_now_ns)
+    bg_wait
+    for s in A B; do
+        sale_load_summary "$SCN_DIR/load-$s.out" > "$SCN_DIR/wrk-$s.out" ||
+            { SCN_OBSERVED="sale-load $s failed: $(tail -n 2 "$SCN_DIR/load-$s.out")"; return 1; }
+    done
+    cat "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl" > "$hist"
+    renewals=$(host_metric h2 inventory_lock_renewals_total)
+    lost_leases=$(host_metric h2 inventory_lock_lost_leases_total)
+    final=$(rcli get "stock:{$ITEM}")
+    verdict=$(history_check "$hist" "$final") ||
+        { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
+    set -- $(history_report "$hist" "$jump_ns")   # sales gap_ms gap_from_ms first_after_ms sold_twice
+    lost=$(( $1 - (STOCK - final) )); [ "$lost" -gt 0 ] || lost=0
+    oversold=$(oversold_now) overlaps=$(overlaps_now)
+    SCN_FLAW=0
+    [ "$oversold" -le 0 ] && [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] || SCN_FLAW=1
+    if [ "$who" = instance ]; then
+        what="instance A's $([ "$clocks" = monotonic ] && echo "wall and monotonic clocks" || echo "wall clock (monotonic left alone)")"
+    elif [ -n "$MASTER_PORTS" ]; then
+        what="the wall clock of lock master h4 (one of $(echo $MASTER_PORTS | wc -w))"
+    else
+        what="the wall clock of the Redis holding the lock (h1)"
+    fi
+    SCN_OBSERVED="$what moved ${step} s as a sale of A entered the lock (lease ${TTL_MS} ms; A: 2 connections, $(( TTL_MS * 2 )) ms of work a sale; B: 4, 50 ms; load for ${after_s} s or more after the jump): overlaps $overlaps; oversold $oversold; A renewed ${renewals:-?} times, lost ${lost_leases:-?} leases; history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the jump); answers $(history_answers "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl")"
+}
