@@ -78,6 +78,21 @@ side_sales() {
     jq -s --argjson a "$2" --argjson b "$3" \
         '[.[] | select(.status == 200 and .end_ns >= $a and .end_ns < $b)] | length' "$1"
 }
+# lost_when CUT_NS HEAL_NS: the units sold twice, by when the sale that is lost was
+# answered: "BEFORE DURING AFTER" (before the cut, during it, after the heal). Of the two
+# 200s that answered one remaining, the lost one is the old master's: one answered before
+# the cut (all were on the old master then: a write the promoted replica had not copied
+# yet); else A's, if the other is B's (B reached only the new master after the cut); else
+# (both A's: A moved after the heal) the earlier.
+lost_when() {
+    jq -rn --argjson cut "$1" --argjson heal "$2" \
+        --slurpfile a "$SCN_DIR/history-A.jsonl" --slurpfile b "$SCN_DIR/history-B.jsonl" '
+        [($a | map(. + {side: 0})), ($b | map(. + {side: 1}))] | add
+        | map(select(.status == 200)) | group_by(.remaining) | map(select(length > 1))
+        | map(sort_by([(if .end_ns < $cut then 0 else 1 end), .side, .end_ns]) | .[0:length - 1][])
+        | [(map(select(.end_ns < $cut)) | length), (map(select(.end_ns >= $cut and .end_ns < $heal)) | length),
+           (map(select(.end_ns >= $heal)) | length)] | map(tostring) | join(" ")'
+}
 # first_sale_after HISTORY T_NS: ms from T_NS to the first 200 of HISTORY sent after it (-1).
 first_sale_after() {
     jq -s --argjson t "$2" '[.[] | select(.status == 200 and .start_ns >= $t) | .end_ns] | min
@@ -103,8 +118,10 @@ partition_play() {
     host_load h1 "$total" 8 A
     host_load h4 "$total" 8 B
     sleep "$before_s"
-    hosts_cut "$MINORITY" "$MAJORITY"
+    # The cut is six links, one after the other (about 0.1 s): cut_ns is when the first
+    # (h1-h3: the master from the replica the majority will promote) goes.
     cut_ns=$(mono_now_ns)
+    hosts_cut "$MINORITY" "$MAJORITY"
     wait_until "$cut_s" "" majority_names_other "$old" && prom_ns=$(mono_now_ns) || prom_ns=""
     sleep "$(awk -v t=$(( cut_ns + cut_s * 1000000000 - $(mono_now_ns) )) 'BEGIN { printf "%.3f", (t > 0 ? t / 1e9 : 0) }')"
     hosts_heal
@@ -125,11 +142,12 @@ partition_play() {
         { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
     set -- $(history_report "$hist" "$cut_ns")   # sales gap_ms gap_from_ms first_after_cut_ms sold_twice
     lost=$(( $1 - (STOCK - final) )); [ "$lost" -gt 0 ] || lost=0
+    read -r lost_before lost_during lost_after < <(lost_when "$cut_ns" "$heal_ns")
     during=$(side_sales "$SCN_DIR/history-A.jsonl" "$cut_ns" "$heal_ns")
     after=$(side_sales "$SCN_DIR/history-A.jsonl" "$heal_ns" "${demote_ns:-$heal_ns}")
     first_b=-1; [ -z "$prom_ns" ] || first_b=$(first_sale_after "$SCN_DIR/history-B.jsonl" "$prom_ns")
     SCN_FLAW=0
     [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] || SCN_FLAW=1
-    SCN_OBSERVED="cut {h1,h2}|{h3,h4,h5} for ${cut_s} s${setting:+ with $setting}: the majority promoted $([ -n "$prom_ns" ] && echo "${new%:*} $(( (prom_ns - cut_ns) / 1000000 )) ms after the cut, B's first sale $first_b ms after that" || echo "no replica during the cut"); A sold $during on the old master during the cut, and $after between the heal and the old master's demotion$([ -n "$demote_ns" ] && echo " ($(( (demote_ns - heal_ns) / 1000000 )) ms after the heal)" || echo " (not demoted within ${after_s} s)"); history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the cut); answers $(history_answers "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl")"
+    SCN_OBSERVED="cut {h1,h2}|{h3,h4,h5} for ${cut_s} s${setting:+ with $setting}: the majority promoted $([ -n "$prom_ns" ] && echo "${new%:*} $(( (prom_ns - cut_ns) / 1000000 )) ms after the cut, B's first sale $first_b ms after that" || echo "no replica during the cut"); A sold $during on the old master during the cut, and $after between the heal and the old master's demotion$([ -n "$demote_ns" ] && echo " ($(( (demote_ns - heal_ns) / 1000000 )) ms after the heal)" || echo " (not demoted within ${after_s} s)"); history $verdict; acknowledged sales lost $lost; sold twice $5 (the lost sale of each answered before the cut $lost_before, during it $lost_during, after the heal $lost_after); longest with no sale $2 ms (from $3 ms after the cut); answers $(history_answers "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl")"
 }
 
