@@ -1,4 +1,5 @@
-# lib.sh - shell helpers shared by deploy/ and loadtest/. Source it; it defines functions only.
+# lib.sh - shell helpers shared by deploy/ and loadtest/. Source it; it defines functions
+# (and DEPLOY_DIR, where it is).
 
 DEPLOY_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 

@@ -206,19 +206,24 @@ static int bad_usage(const char *why, const char *arg)
 
 static int is_test_net(uint32_t h) { return (h & 0xfffe0000u) == 0xc6120000u; }
 
-/* in_test_host: 1 when an interface here has an address in 198.18.0.0/15: this process
- * runs in a test host (deploy/hosts run). Elsewhere that range is routed out like any
- * other, and a load must not go there. */
-static int in_test_host(void)
+/* in_test_host: 1 when an interface here has an address in 198.18.0.0/15 whose own
+ * subnet holds h: this process runs in a test host (deploy/hosts run) and h is on its
+ * link. Elsewhere that range is routed out like any other, and a load must not go there. */
+static int in_test_host(uint32_t h)
 {
     struct ifaddrs *all, *i;
     int yes = 0;
 
     if (getifaddrs(&all) != 0)
         return 0;
-    for (i = all; i && !yes; i = i->ifa_next)
-        yes = i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-              is_test_net(ntohl(((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr));
+    for (i = all; i && !yes; i = i->ifa_next) {
+        uint32_t a, m;
+        if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != AF_INET)
+            continue;
+        a = ntohl(((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr);
+        m = ntohl(((struct sockaddr_in *)(void *)i->ifa_netmask)->sin_addr.s_addr);
+        yes = is_test_net(a) && (a & m) == (h & m);
+    }
     freeifaddrs(all);
     return yes;
 }
@@ -233,9 +238,9 @@ static const char *host_refused(struct in_addr a)
         return NULL;
     if (!is_test_net(h))
         return "--url: host refused: load goes only to 127.0.0.1 or to test hosts in 198.18.0.0/15";
-    if (!in_test_host())
-        return "--url: 198.18.0.0/15 only from inside a test host (deploy/hosts run H sale-load ...): "
-               "from here it is routed out";
+    if (!in_test_host(h))
+        return "--url: 198.18.0.0/15 only from inside a test host, to a host on its link "
+               "(deploy/hosts run H sale-load ...): from here it is routed out";
     return NULL;
 }
 

@@ -148,7 +148,7 @@ static struct rd_conn *subscribe(struct notify *n)
     struct rd_conn *c = rd_conn_open(n->lc->redis, &err);
     struct rd_reply *r = NULL;
 
-    if (c && (r = rd_conn_call(c, RD_T(RD_ARRAY), 0, &err, "PSUBSCRIBE lock:{*}")) != NULL) {
+    if (c && (r = rd_conn_call(c, RD_T(RD_ARRAY), 2 * SUB_IDLE_MS, &err, "PSUBSCRIBE lock:{*}")) != NULL) {
         rd_reply_free(r);
         return c;   /* its reads block until a message comes */
     }

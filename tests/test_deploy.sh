@@ -188,6 +188,20 @@ check "  up again: restarts" deploy/up --run-dir "$RUN4" --sentinel --port "$NGI
     --instance-ports "$A,$B" --lock v8
 check_eq "  the master is back on its port with the promoted replica's data: stock 3, sold 2" \
     "127.0.0.1:$SRP 3 2" "$(. "$RUN4/stack.env"; echo "$(current_master) $(rcli mget 'stock:{sen}' 'sold:{sen}' | paste -sd' ' -)")"
+# Instances on "another host", given those sentinels (--sentinels): no Redis started there.
+RUN5=$T_TMP/run5 C=$(free_port)
+SENTS=$(for p in $(seq $((SRP + 3)) $((SRP + 5))); do printf '127.0.0.1:%s,' "$p"; done); SENTS=${SENTS%,}
+check "up --sentinels (sentinels elsewhere): instances only, no Redis of its own" \
+    deploy/up --run-dir "$RUN5" --no-nginx --instance-ports "$C" --lock v8 --sentinels "$SENTS" \
+        --sentinel-password-file "$RUN4/sentinel.pass" --redis-password-file "$RUN4/redis.pass"
+check_eq "  a sale there, on the sentinels' master" "200 2" \
+    "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$C/inventory/sale?item=sen") $(. "$RUN4/stack.env"; rcli get 'stock:{sen}')"
+check_eq "  one process (the instance), no pid file of a Redis or sentinel" "1 0" \
+    "$(stack_pids "$RUN5" | wc -w) $(ls "$RUN5"/redis.pid "$RUN5"/sentinel-*.pid 2>/dev/null | wc -l)"
+deploy/status --run-dir "$RUN5" > "$T_TMP/status5"
+check "  status: the three sentinels, not ours, each naming the master" \
+    test "$(grep -c "^  sentinel .*not ours .*names 127.0.0.1:$SRP master" "$T_TMP/status5")" = 3
+deploy/down --run-dir "$RUN5" --quiet
 pids=$(stack_pids "$RUN4")
 check_eq "  neither password in any process's argv" "" \
     "$(for p in $pids; do tr '\0' ' ' < "/proc/$p/cmdline"; echo; done | grep -F -f "$RUN4/sentinel.pass" -f "$RUN4/redis.pass")"

@@ -380,6 +380,25 @@ static void gate_wait(int stage)
     pthread_mutex_unlock(&gate.mu);
 }
 
+/* A field of gate, read or written under its mutex (the watchdog's thread and the test's
+ * both use them). */
+static int gate_get(const int *field)
+{
+    int v;
+
+    pthread_mutex_lock(&gate.mu);
+    v = *field;
+    pthread_mutex_unlock(&gate.mu);
+    return v;
+}
+
+static void gate_put(int *field, int v)
+{
+    pthread_mutex_lock(&gate.mu);
+    *field = v;
+    pthread_mutex_unlock(&gate.mu);
+}
+
 static void gate_set(int stage)
 {
     pthread_mutex_lock(&gate.mu);
@@ -392,12 +411,12 @@ static int gated_renew(struct lock_client *lc, const struct lock_grant *g, struc
 {
     int st;
 
-    if (!gate.on || gate.stage != 0)
+    if (!gate_get(&gate.on) || gate_get(&gate.stage) != 0)
         return lock_find("v8")->renew(lc, g, err);
     gate_set(1);
     gate_wait(2);
     st = lock_find("v8")->renew(lc, g, err);
-    gate.st = st;
+    gate_put(&gate.st, st);
     gate_set(3);
     gate_wait(4);
     return st;
@@ -408,7 +427,7 @@ static int gated_release(struct lock_client *lc, struct lock_grant *g, struct lo
 {
     int st = lock_find("v8")->release(lc, g, trip, err);
 
-    if (gate.hold_release) {
+    if (gate_get(&gate.hold_release)) {
         gate_set(2);
         gate_wait(5);
     }
@@ -453,8 +472,8 @@ static void test_watchdog_late_answer(void)
     }
     key_del(c);
     for (int again = 0; again < 2; again++) {
-        gate.stage = 0;
-        gate.on = 1;
+        gate_put(&gate.stage, 0);
+        gate_put(&gate.on, 1);
         lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
         gate_wait(1);                                   /* the renewal is on its way */
         lock_release(lc, &g, NULL, NULL, &err);
@@ -462,12 +481,12 @@ static void test_watchdog_late_answer(void)
         gate_wait(3);                                   /* Redis answered it: not ours */
         if (again)
             lock_acquire(lc, ITEM, 1000, &g, NULL, &err);   /* the same thread, anew */
-        gate.on = 0;
+        gate_put(&gate.on, 0);
         gate_set(4);
         lock_sleep_ms(50);                              /* the watchdog reads the answer */
         if (again) {
             test_cond("v8: a renewal sent before a release and answered after a new grant: "
-                      "the new grant is not lost", gate.st == LOCK_NOT_OWNER &&
+                      "the new grant is not lost", gate_get(&gate.st) == LOCK_NOT_OWNER &&
                       !lock_grant_is_lost(lc, &g));
             lock_sleep_ms(900);
             test_cond("  and the watchdog still renews it", key_exists(c) &&
@@ -475,21 +494,21 @@ static void test_watchdog_late_answer(void)
         }
         test_cond(again ? "  no lease counted lost"
                         : "v8: a renewal answered 'not ours' after its release: no lease counted lost",
-                  gate.st == LOCK_NOT_OWNER && atomic_load(&lc->lost_leases) == 0);
+                  gate_get(&gate.st) == LOCK_NOT_OWNER && atomic_load(&lc->lost_leases) == 0);
     }
-    gate.stage = 0;
-    gate.on = 1;
-    gate.hold_release = 1;
+    gate_put(&gate.stage, 0);
+    gate_put(&gate.on, 1);
+    gate_put(&gate.hold_release, 1);
     pthread_create(&holder, NULL, gated_holder, lc);
     gate_wait(3);                       /* Redis took the release, then answered the renewal */
-    gate.on = 0;
+    gate_put(&gate.on, 0);
     gate_set(4);
     lock_sleep_ms(50);                  /* the watchdog reads the answer... */
     gate_set(5);                        /* ...before the release is back */
     pthread_join(holder, NULL);
-    gate.hold_release = 0;
+    gate_put(&gate.hold_release, 0);
     test_cond("v8: a renewal answered 'not ours' while the release was on its way back: "
-              "no lease counted lost", gate.st == LOCK_NOT_OWNER &&
+              "no lease counted lost", gate_get(&gate.st) == LOCK_NOT_OWNER &&
               atomic_load(&lc->lost_leases) == 0);
     lock_client_destroy(lc);
     rd_client_destroy(rc);

@@ -142,7 +142,7 @@ clock_play() {
     verdict=$(history_check "$hist" "$final") ||
         { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
     set -- $(history_report "$hist" "$jump_ns")   # sales gap_ms gap_from_ms first_after_ms sold_twice
-    lost=$(( $1 - (STOCK - final) )); [ "$lost" -gt 0 ] || lost=0
+    lost=$(acked_lost "$1" "$final")
     oversold=$(oversold_now) overlaps=$(overlaps_now)
     SCN_FLAW=0
     [ "$oversold" -le 0 ] && [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] || SCN_FLAW=1

@@ -28,7 +28,7 @@ recipe_up() {
 }
 
 scenario_hosts_load() {
-    local h secs=${SECS:-10} a6 hist=$SCN_DIR/history.jsonl upstream="" final check_out verdict per
+    local h secs=${SECS:-10} a6 hist=$SCN_DIR/history.jsonl upstream="" final verdict per
     [ -x "$ROOT/build/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
     hosts_stack_up 6 || { SCN_OBSERVED="deploy/hosts up 6 failed"; return 1; }
     host_redis h1 || { SCN_OBSERVED="the master on h1 did not start"; return 1; }
@@ -55,15 +55,11 @@ scenario_hosts_load() {
     sale_load_summary "$SCN_DIR/load.out" > "$SCN_DIR/wrk-load.out"
     HOSTS_VIA=h6 "$ROOT/deploy/status" --run-dir "$RUN_DIR/h6" > "$SCN_DIR/status-h6.out" 2>&1 || true
     final=$(rcli get "stock:{$ITEM}")
-    check_out=$("$LOADTEST_DIR/check-history" "$hist" --stock "$STOCK" --final "$final" 2>&1)
-    case $? in
-    0) verdict="possible" ;;
-    1) verdict="impossible: $(echo "$check_out" | head -n 1)" ;;
-    *) SCN_OBSERVED="check-history could not read the history: $check_out"; return 1 ;;
-    esac
+    verdict=$(history_check "$hist" "$final") ||
+        { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
     per=$(jq -rs '[.[] | select(.status == 200) | .instance] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' "$hist")
     SCN_FLAW=0
     [ "$verdict" = possible ] && [ "$(echo "$per" | tr ',' '\n' | grep -c .)" = 4 ] || SCN_FLAW=1
     set -- $(jq -r '[.requests, .rps, .p50_ms, .p99_ms] | map(tostring) | join(" ")' "$SCN_DIR/wrk-load.out")
-    SCN_OBSERVED="Redis h1 (replicas h2 h3, sentinels h1-h3), instances h4 h5 (2 each, deploy/up --sentinels), nginx h6 (deploy/up --upstream), 32 connections from h6 for ${secs} s: $1 answers, $2 requests/s, p50 $3 ms, p99 $4 ms; sold by instance: $per; history $verdict; answers $(jq -r '[.by_status | to_entries[] | "\(.key) x \(.value)"] | join(", ")' < <(grep '^{' "$SCN_DIR/load.out" | tail -n 1))"
+    SCN_OBSERVED="Redis h1 (replicas h2 h3, sentinels h1-h3), instances h4 h5 (2 each, deploy/up --sentinels), nginx h6 (deploy/up --upstream), 32 connections from h6 for ${secs} s: $1 answers, $2 requests/s, p50 $3 ms, p99 $4 ms; sold by instance: $per; history $verdict; answers $(history_answers "$hist")"
 }

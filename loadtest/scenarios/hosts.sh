@@ -20,7 +20,8 @@
 
 HOSTS_BIN=$ROOT/deploy/hosts
 H_REDIS_PORT=6379 H_SENTINEL_PORT=26379 H_INSTANCE_PORT=8001 H_NGINX_PORT=8080
-export HOSTS_PREFIX=${HOSTS_PREFIX:-invlt}
+# Each run its own hosts (names invltPID-h1...): two runs at once never remove each other's.
+export HOSTS_PREFIX=${HOSTS_PREFIX:-invlt$$}
 
 host_addr() { "$HOSTS_BIN" addr "$1"; }
 in_host() { local h=$1; shift; "$HOSTS_BIN" run "$h" "$@"; }

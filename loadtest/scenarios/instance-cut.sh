@@ -75,11 +75,13 @@ return t[1] .. string.format('%06d', t[2]) .. ' ' .. redis.call('pttl', KEYS[1])
 # in h3, repeating); A's metrics every 100 ms into SCN_DIR/a-metrics ("REALTIME_NS
 # RENEWALS LOST_LEASES", from h2). samplers_stop stops both.
 samplers_start() {
-    REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") in_host h3 redis-cli -h "$REDIS_HOST" \
+    # deploy/hosts run, not in_host (a function: $! would be a subshell, and a kill would
+    # leave its command running): it execs through to the command, whose pid $! is.
+    REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") "$HOSTS_BIN" run h3 redis-cli -h "$REDIS_HOST" \
         -p "$REDIS_PORT" -r -1 -i 0.02 EVAL "$CUT_SAMPLE_LUA" 2 "lock:{$ITEM}" "probe:{$ITEM}" \
         > "$SCN_DIR/redis-samples" 2>/dev/null &
     CUT_SAMPLERS=$!
-    in_host "$CUT_HOST" bash -c 'while sleep 0.1; do
+    "$HOSTS_BIN" run "$CUT_HOST" bash -c 'while sleep 0.1; do
         m=$(curl -s -m 1 "http://$1/metrics") || continue
         echo "$(date +%s%N) $(echo "$m" | awk '\''$1 == "inventory_lock_renewals_total" { r = $2 }
             $1 == "inventory_lock_lost_leases_total" { l = $2 } END { print r + 0, l + 0 }'\'')"
@@ -107,10 +109,6 @@ held_by_a() {
 us_to_ns() { echo $(( $1 * 1000 - MONO_OFFSET )); }
 # rel_ms NS: a monotonic time as ms from the cut (cut_ns).
 rel_ms() { echo $(( ($1 - cut_ns) / 1000000 )); }
-# sleep_until NS: sleeps until the monotonic time NS (at once when it has passed).
-sleep_until() {
-    sleep "$(awk -v t=$(( $1 - $(mono_now_ns) )) 'BEGIN { printf "%.3f", (t > 0 ? t / 1e9 : 0) }')"
-}
 
 # lease_report OWNER: from the Redis samples, "LAST_SET_US END_US TAKEN_US": when Redis
 # last set OWNER's lease (its grant or a renewal: a sample's time less what the lease had
@@ -139,11 +137,6 @@ a_metrics_report() {
         END { printf "%d %d %d\n", at_cut, seen, (lost == "" ? -1 : lost) }' "$SCN_DIR/a-metrics"
 }
 
-# first_after HISTORY T_NS: ms from T_NS to the first 200 of HISTORY answered after it (-1).
-first_after() {
-    jq -s --argjson t "$2" '[.[] | select(.status == 200 and .end_ns >= $t) | .end_ns] | min
-        | if . then ((. - $t) / 1e6 | floor) else -1 end' "$1"
-}
 
 # long_sale WORK_MS: A's long sale, by curl in h2 (in the background; LONG_PID): its answer
 # in SCN_DIR/long.json, its code in codes, its history line in SCN_DIR/history-L.jsonl
@@ -231,27 +224,23 @@ cut_stage() {
 # cut_judge: the verdict from Redis and the answers (every history and A's sale's), and
 # the observed line.
 cut_judge() {
-    local hist=$SCN_DIR/history.jsonl final check_out verdict lost overlaps oversold
+    local hist=$SCN_DIR/history.jsonl final verdict lost overlaps oversold
     final=$(rcli get "stock:{$ITEM}")
-    check_out=$("$LOADTEST_DIR/check-history" "$hist" --stock "$STOCK" --final "$final" 2>&1)
-    case $? in
-    0) verdict="possible" ;;
-    1) verdict="impossible: $(echo "$check_out" | head -n 1)" ;;
-    *) SCN_OBSERVED="check-history could not read the history: $check_out"; return 1 ;;
-    esac
+    verdict=$(history_check "$hist" "$final") ||
+        { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
     set -- $(history_report "$hist" "$cut_ns")   # sales gap_ms gap_from_ms first_after_cut_ms sold_twice
-    lost=$(( $1 - (STOCK - final) )); [ "$lost" -gt 0 ] || lost=0
+    lost=$(acked_lost "$1" "$final")
     overlaps=$(overlaps_now) oversold=$(oversold_now)
     SCN_FLAW=0
     [ "$oversold" -le 0 ] && [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] || SCN_FLAW=1
-    SCN_OBSERVED="A's sale inside $(rel_ms "$first_ns") ms; $CUT_HOST cut from $CUT_FROM, healed $(rel_ms "$heal_ns") ms, lease $ttl ms: $(cut_lease_line "$owner") $(cut_a_line) A's sale answered $(rel_ms "$long_ns") ms: $(cut_long_answer); overlaps $overlaps; oversold $oversold; history $verdict; acknowledged sales lost $lost; sold twice $5; lease_lost answers $(jq -s '[.[] | select(.error == "lease_lost")] | length' "$hist"); longest with no sale $2 ms (from $3 ms after the cut); answers $(cut_answers)"
+    SCN_OBSERVED="A's sale inside $(rel_ms "$first_ns") ms; $CUT_HOST cut from $CUT_FROM, healed $(rel_ms "$heal_ns") ms, lease $ttl ms: $(cut_lease_line "$owner") $(cut_a_line) A's sale answered $(rel_ms "$long_ns") ms: $(cut_long_answer); overlaps $overlaps; oversold $oversold; history $verdict; acknowledged sales lost $lost; sold twice $5; lease_lost answers $(jq -s '[.[] | select(.error == "lease_lost")] | length' "$hist"); longest with no sale $2 ms (from $3 ms after the cut); answers $(history_answers "$hist")"
 }
 
 # cut_lease_line OWNER: what Redis saw of A's lease and B's first sale, one clause.
 cut_lease_line() {
     local last end taken first_b
     read -r last end taken <<< "$(lease_report "$1")"
-    first_b=$(first_after "$SCN_DIR/history-B.jsonl" "$cut_ns")
+    first_b=$(first_sale_after "$SCN_DIR/history-B.jsonl" "$cut_ns" answered)
     if [ "$last" = -1 ]; then
         echo "Redis never showed A's lease; B's first sale $first_b ms;"
     else
@@ -268,18 +257,13 @@ cut_a_line() {
         "$([ "$3" = -1 ] && echo "never" || echo "$3 ms");"
 }
 
-# cut_long_answer: A's long sale's answer: status, error or remaining, lease_lost, message.
+# cut_long_answer: A's long sale's answer: status (its history line's), error or remaining,
+# lease_lost, message.
 cut_long_answer() {
-    jq -r '"\(if .ok then "200 sold, remaining \(.remaining)" else "409 \(.error)" end)"
+    jq -r --argjson code "$(jq '.status' "$SCN_DIR/history-L.jsonl" 2>/dev/null || echo 0)" \
+        '"\(if .ok then "200 sold, remaining \(.remaining)" else "\($code) \(.error)" end)"
         + (if .lease_lost then " with lease_lost true" else "" end)
         + (if .message then " (\(.message))" else "" end)' "$SCN_DIR/long.json" 2>/dev/null ||
         echo "no answer"
 }
 
-# cut_answers: every answer by status (and by error for 409 and 503), one line.
-cut_answers() {
-    jq -rs 'group_by(.status) | map("\(.[0].status) x \(length)" +
-        if .[0].status == 409 or .[0].status == 503 then
-            " (" + (group_by(.error) | map("\(.[0].error) \(length)") | join(", ")) + ")" else "" end)
-        | join(", ")' "$SCN_DIR/history.jsonl"
-}

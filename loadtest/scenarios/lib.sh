@@ -63,6 +63,21 @@ history_check() {
     esac
 }
 
+# acked_lost SALES FINAL: acknowledged sales lost: the 200s (SALES) beyond what the stock
+# left (FINAL) says was sold; 0 when none.
+acked_lost() { local n=$(( $1 - (STOCK - $2) )); echo $(( n > 0 ? n : 0 )); }
+# first_sale_after HISTORY T_NS [answered]: ms from T_NS to the first 200 of HISTORY sent
+# after it (with "answered": answered after it, wherever sent); -1: none.
+first_sale_after() {
+    jq -s --argjson t "$2" --arg by "$([ "${3:-}" = answered ] && echo end_ns || echo start_ns)" \
+        '[.[] | select(.status == 200 and .[$by] >= $t) | .end_ns] | min
+        | if . then ((. - $t) / 1e6 | floor) else -1 end' "$1"
+}
+# sleep_until NS: sleeps until the monotonic time NS (mono_now_ns); at once when it passed.
+sleep_until() {
+    sleep "$(awk -v t=$(( $1 - $(mono_now_ns) )) 'BEGIN { printf "%.3f", (t > 0 ? t / 1e9 : 0) }')"
+}
+
 # history_answers FILE...: the histories' answers by status (and by error for 409 and
 # 503), one line: "200 x N, 409 x N (sold_out N, lease_lost N), ...".
 history_answers() {

@@ -67,7 +67,7 @@ a_replica_promoted() {
 
 scenario_sentinel_failover() {
     local hist=$SCN_DIR/history.jsonl secs=${SECS:-10} old kill_at new work="" load_pid work_pid
-    local kill_ns prom_ns final verdict lost check_out before ghosts at_clean failover_ms overlaps held_ms pid held_on
+    local kill_ns prom_ns final verdict lost before ghosts at_clean failover_ms overlaps held_ms pid held_on
     HELD="$ITEM-held"
     [ -n "${SENTINEL_PORTS:-}" ] || { SCN_OBSERVED="no sentinels in this stack (deploy/up --sentinel)"; return 1; }
     [ -x "$ROOT/build/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
@@ -116,14 +116,11 @@ scenario_sentinel_failover() {
     wait "$load_pid" || { SCN_OBSERVED="sale-load failed: $(tail -n 3 "$SCN_DIR/load.out")"; return 1; }
     sale_load_summary "$SCN_DIR/load.out" > "$SCN_DIR/wrk-load.out"   # loadtest/run's
     final=$(rcli get "stock:{$ITEM}")
-    check_out=$("$LOADTEST_DIR/check-history" "$hist" --stock "$STOCK" --final "$final" 2>&1)
-    case $? in
-    0) verdict="possible" ;;
-    1) verdict="impossible (what the asynchronous copy lost: $(echo "$check_out" | head -n 1))" ;;
-    *) SCN_OBSERVED="check-history could not read the history: $check_out"; return 1 ;;
-    esac
+    verdict=$(history_check "$hist" "$final") ||
+        { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
+    case $verdict in impossible:*) verdict="impossible (what the asynchronous copy lost: ${verdict#impossible: })" ;; esac
     set -- $(history_report "$hist" "$kill_ns")   # sales gap_ms gap_from_ms first_after_kill_ms sold_twice
-    lost=$(( $1 - (STOCK - final) )); [ "$lost" -gt 0 ] || lost=0
+    lost=$(acked_lost "$1" "$final")
     failover_ms=$(( (prom_ns - kill_ns) / 1000000 ))
     overlaps=$(( $(rcli get "overlaps:{$ITEM}") - at_clean + ${before:-0} ))
     SCN_FLAW=0

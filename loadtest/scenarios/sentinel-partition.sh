@@ -93,11 +93,6 @@ lost_when() {
         | [(map(select(.end_ns < $cut)) | length), (map(select(.end_ns >= $cut and .end_ns < $heal)) | length),
            (map(select(.end_ns >= $heal)) | length)] | map(tostring) | join(" ")'
 }
-# first_sale_after HISTORY T_NS: ms from T_NS to the first 200 of HISTORY sent after it (-1).
-first_sale_after() {
-    jq -s --argjson t "$2" '[.[] | select(.status == 200 and .start_ns >= $t) | .end_ns] | min
-        | if . then ((. - $t) / 1e6 | floor) else -1 end' "$1"
-}
 
 scenario_sentinel_partition() { partition_play; }
 scenario_sentinel_partition_min1() { partition_play --min-replicas-to-write 1 --min-replicas-max-lag 10; }
@@ -108,7 +103,7 @@ scenario_sentinel_partition_wait() { REPLICAS=2; partition_play; }
 partition_play() {
     local cut_s=${SECS:-10} before_s=3 after_s=15 total old new hist=$SCN_DIR/history.jsonl
     local cut_ns heal_ns prom_ns demote_ns final verdict lost setting
-    local during after first_b s
+    local during during_late after first_b s
     setting="$*${REPLICAS:+--replicas $REPLICAS (WAIT on the grant and the sale)}"
     [ -x "$ROOT/build/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
     partition_stack "$@" || return 1
@@ -123,7 +118,7 @@ partition_play() {
     cut_ns=$(mono_now_ns)
     hosts_cut "$MINORITY" "$MAJORITY"
     wait_until "$cut_s" "" majority_names_other "$old" && prom_ns=$(mono_now_ns) || prom_ns=""
-    sleep "$(awk -v t=$(( cut_ns + cut_s * 1000000000 - $(mono_now_ns) )) 'BEGIN { printf "%.3f", (t > 0 ? t / 1e9 : 0) }')"
+    sleep_until $(( cut_ns + cut_s * 1000000000 ))
     hosts_heal
     heal_ns=$(mono_now_ns)
     # The old master goes on as a master until the sentinels demote it (they wait a few
@@ -141,13 +136,14 @@ partition_play() {
     verdict=$(history_check "$hist" "$final") ||
         { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
     set -- $(history_report "$hist" "$cut_ns")   # sales gap_ms gap_from_ms first_after_cut_ms sold_twice
-    lost=$(( $1 - (STOCK - final) )); [ "$lost" -gt 0 ] || lost=0
+    lost=$(acked_lost "$1" "$final")
     read -r lost_before lost_during lost_after < <(lost_when "$cut_ns" "$heal_ns")
     during=$(side_sales "$SCN_DIR/history-A.jsonl" "$cut_ns" "$heal_ns")
+    during_late=$(side_sales "$SCN_DIR/history-A.jsonl" $(( cut_ns + 1000000000 )) "$heal_ns")
     after=$(side_sales "$SCN_DIR/history-A.jsonl" "$heal_ns" "${demote_ns:-$heal_ns}")
     first_b=-1; [ -z "$prom_ns" ] || first_b=$(first_sale_after "$SCN_DIR/history-B.jsonl" "$prom_ns")
     SCN_FLAW=0
     [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] || SCN_FLAW=1
-    SCN_OBSERVED="cut {h1,h2}|{h3,h4,h5} for ${cut_s} s${setting:+ with $setting}: the majority promoted $([ -n "$prom_ns" ] && echo "${new%:*} $(( (prom_ns - cut_ns) / 1000000 )) ms after the cut, B's first sale $first_b ms after that" || echo "no replica during the cut"); A sold $during on the old master during the cut, and $after between the heal and the old master's demotion$([ -n "$demote_ns" ] && echo " ($(( (demote_ns - heal_ns) / 1000000 )) ms after the heal)" || echo " (not demoted within ${after_s} s)"); history $verdict; acknowledged sales lost $lost; sold twice $5 (the lost sale of each answered before the cut $lost_before, during it $lost_during, after the heal $lost_after); longest with no sale $2 ms (from $3 ms after the cut); answers $(history_answers "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl")"
+    SCN_OBSERVED="cut {h1,h2}|{h3,h4,h5} for ${cut_s} s${setting:+ with $setting}: the majority promoted $([ -n "$prom_ns" ] && echo "${new%:*} $(( (prom_ns - cut_ns) / 1000000 )) ms after the cut, B's first sale $first_b ms after that" || echo "no replica during the cut"); A sold $during on the old master during the cut ($during_late of them more than 1 s into it), and $after between the heal and the old master's demotion$([ -n "$demote_ns" ] && echo " ($(( (demote_ns - heal_ns) / 1000000 )) ms after the heal)" || echo " (not demoted within ${after_s} s)"); history $verdict; acknowledged sales lost $lost; sold twice $5 (the lost sale of each answered before the cut $lost_before, during it $lost_during, after the heal $lost_after); longest with no sale $2 ms (from $3 ms after the cut); answers $(history_answers "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl")"
 }
 

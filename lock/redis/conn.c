@@ -213,14 +213,20 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct loc
     }
     if (cn)
         rd_thread_conn_close(rc, cn);
-    if ((cn = rc->locator->open(rc, key, err)) == NULL) {
-        /* No connection: nothing of the caller's was sent (a try took nothing). */
-        if (err->fault == LOCK_E_CONNECTION || err->fault == LOCK_E_TIMEOUT)
-            err->fault = LOCK_E_CONNECT;
-        tell_state(rc, 0, err->msg);
-        return NULL;
+    for (int tries = 0;; tries++) {
+        if ((cn = rc->locator->open(rc, key, err)) == NULL) {
+            /* No connection: nothing of the caller's was sent (a try took nothing). */
+            if (err->fault == LOCK_E_CONNECTION || err->fault == LOCK_E_TIMEOUT)
+                err->fault = LOCK_E_CONNECT;
+            tell_state(rc, 0, err->msg);
+            return NULL;
+        }
+        conn_list(rc, cn);
+        /* The master moved while it was made (a cut then missed it): once more. */
+        if (tries > 0 || !(rc->locator->stale && rc->locator->stale(rc, cn)))
+            break;
+        rd_conn_close(cn);
     }
-    conn_list(rc, cn);
     pthread_setspecific(rc->key, cn);
     atomic_fetch_add(&rc->opens, 1);
     if (atomic_load(&rc->down))

@@ -104,7 +104,9 @@ struct rd_config {
 };
 
 /* NULL with err filled when cfg cannot be used (a bad sentinel list, out of memory).
- * Connects lazily: a server that is down now is not an error here. */
+ * Connects lazily: a server that is down now is not an error here. With sentinels, a
+ * move of the master shuts down (shutdown(2)) the connections other threads hold to the
+ * old one, also while they write: the process must ignore SIGPIPE (the service does). */
 struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_error *err);
 /* Frees the client and the calling thread's connection. Call it once every other thread
  * that used the client has exited (their connections are freed as each exits). */

@@ -1,10 +1,11 @@
 /* sentinel.c - Where the master is, by Redis Sentinel: ask a sentinel that answers
  * (SENTINEL get-master-addr-by-name), confirm with ROLE on that address before using
  * it, keep it until an error or a READONLY/LOADING reply (then ask again), and follow
- * +switch-master: a listener thread subscribed to the sentinels moves every connection
- * within a moment of their decision. A partition sends no reset: the listener's reads
- * have a deadline (it subscribes again, and asks again, each time one passes) and every
- * connection has TCP keepalive. Never a server that says it is a replica. */
+ * +switch-master: one listener thread per sentinel, so that the switch is heard from any
+ * that can be reached, and every connection to the old master is cut at once. A
+ * partition sends no reset: a silent subscription is PINGed and, silent still, made
+ * anew; a sentinel no listener reaches is not asked; every connection has TCP
+ * keepalive. Never a server that says it is a replica. */
 #include "lock/redis/internal.h"
 
 #include <stdio.h>
@@ -108,10 +109,12 @@ static int ask(struct rd_client *rc, struct sentinel *s, struct answers *a,
 /* Records where the master is; bumps the generation when it moved (or was forgotten).
  * When it moved to another address, every connection to the old one is cut: a command
  * waiting there (behind a partition, an answer never comes) fails now and its thread
- * moves, rather than at its 5 s timeout. */
-static void set_master(struct rd_client *rc, struct sentinel *s, const struct rd_server *at)
+ * moves, rather than at its 5 s timeout. Returns the generation of at, for a connection
+ * made to it. */
+static unsigned set_master(struct rd_client *rc, struct sentinel *s, const struct rd_server *at)
 {
     int moved;
+    unsigned gen;
 
     pthread_mutex_lock(&s->mu);
     moved = s->known_once && (strcmp(s->at.host, at->host) != 0 || s->at.port != at->port);
@@ -119,9 +122,11 @@ static void set_master(struct rd_client *rc, struct sentinel *s, const struct rd
         atomic_fetch_add(&s->generation, 1);
     s->at = *at;
     s->known = s->known_once = 1;
+    gen = atomic_load(&s->generation);
     pthread_mutex_unlock(&s->mu);
     if (moved)
         rd_client_cut_stale(rc);
+    return gen;
 }
 
 /* A connection to the address at, if it says it is a master (ROLE); else NULL. */
@@ -163,10 +168,8 @@ static struct rd_conn *confirm(struct rd_client *rc, struct sentinel *s, const s
         found = cn;
         which = i;
     }
-    if (found) {
-        set_master(rc, s, &a->at[which]);
-        found->generation = atomic_load(&s->generation);
-    }
+    if (found)
+        found->generation = set_master(rc, s, &a->at[which]);
     return found;
 }
 
@@ -176,15 +179,19 @@ static struct rd_conn *sentinel_open(struct rd_client *rc, const char *key, stru
     struct answers a;
     struct rd_server at;
     struct rd_conn *cn;
+    unsigned gen;
     int known;
 
     (void)key;
+    /* The generation of this address, read with it: a move heard while we connect makes
+     * the connection stale at once (cut, or replaced on its next use). */
     pthread_mutex_lock(&s->mu);
     at = s->at;
     known = s->known;
+    gen = atomic_load(&s->generation);
     pthread_mutex_unlock(&s->mu);
     if (known && (cn = master_at(rc, &at, err)) != NULL) {
-        cn->generation = atomic_load(&s->generation);
+        cn->generation = gen;
         return cn;
     }
     if (ask(rc, s, &a, err) != LOCK_OK)
