@@ -114,7 +114,7 @@ host_metric() {
 # one too.
 clock_play() {
     local who=$1 step=$2 clocks=$3 before_s=1 after_s=${SECS:-10} hist=$SCN_DIR/history.jsonl
-    local file=$RUN_DIR/clock total jump_ns final verdict lost oversold overlaps renewals lost_leases what s
+    local file=$RUN_DIR/clock total jump_ns renewals lost_leases what
     [ -x "$ROOT/build/sale-load" ] && [ -f "$ROOT/build/clockstep.so" ] ||
         { SCN_OBSERVED="build/sale-load or build/clockstep.so not built (make)"; return 1; }
     clock_stack "$who" "$clocks" "$file" || return 1
@@ -131,21 +131,10 @@ clock_play() {
     set_clock "$file" "$step"
     jump_ns=$(mono_now_ns)
     bg_wait
-    for s in A B; do
-        sale_load_summary "$SCN_DIR/load-$s.out" > "$SCN_DIR/wrk-$s.out" ||
-            { SCN_OBSERVED="sale-load $s failed: $(tail -n 2 "$SCN_DIR/load-$s.out")"; return 1; }
-    done
-    cat "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl" > "$hist"
+    loads_done A B || return 1
     renewals=$(host_metric h2 inventory_lock_renewals_total)
     lost_leases=$(host_metric h2 inventory_lock_lost_leases_total)
-    final=$(rcli get "stock:{$ITEM}")
-    verdict=$(history_check "$hist" "$final") ||
-        { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
-    set -- $(history_report "$hist" "$jump_ns")   # sales gap_ms gap_from_ms first_after_ms sold_twice
-    lost=$(acked_lost "$1" "$final")
-    oversold=$(oversold_now) overlaps=$(overlaps_now)
-    SCN_FLAW=0
-    [ "$oversold" -le 0 ] && [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] || SCN_FLAW=1
+    history_judge "$hist" "$jump_ns" || return 1
     if [ "$who" = instance ]; then
         what="instance A's $([ "$clocks" = monotonic ] && echo "wall and monotonic clocks" || echo "wall clock (monotonic left alone)")"
     elif [ -n "$MASTER_PORTS" ]; then
@@ -153,5 +142,5 @@ clock_play() {
     else
         what="the wall clock of the Redis holding the lock (h1)"
     fi
-    SCN_OBSERVED="$what moved ${step} s as a sale of A entered the lock (lease ${TTL_MS} ms; A: 2 connections, $(( TTL_MS * 2 )) ms of work a sale; B: 4, 50 ms; load for ${after_s} s or more after the jump): overlaps $overlaps; oversold $oversold; A renewed ${renewals:-?} times, lost ${lost_leases:-?} leases; history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the jump); answers $(history_answers "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl")"
+    SCN_OBSERVED="$what moved ${step} s as a sale of A entered the lock (lease ${TTL_MS} ms; A: 2 connections, $(( TTL_MS * 2 )) ms of work a sale; B: 4, 50 ms; load for ${after_s} s or more after the jump): overlaps $OVERLAPS; oversold $OVERSOLD; A renewed ${renewals:-?} times, lost ${lost_leases:-?} leases; history $VERDICT; acknowledged sales lost $LOST; sold twice $SOLD_TWICE; longest with no sale $GAP_MS ms (from $GAP_FROM_MS ms after the jump); answers $(history_answers "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl")"
 }

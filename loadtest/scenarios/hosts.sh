@@ -165,6 +165,19 @@ host_load() {
     BG_PIDS="$BG_PIDS $!"
 }
 
+# loads_done NAME...: once host_load's loads have ended (bg_wait): each one's summary in
+# SCN_DIR/wrk-NAME.out (the fields loadtest/run sums) and their histories, one after the
+# other, in SCN_DIR/history.jsonl. Fails, saying why in SCN_OBSERVED, when a load left no
+# summary.
+loads_done() {
+    local n
+    for n in "$@"; do
+        sale_load_summary "$SCN_DIR/load-$n.out" > "$SCN_DIR/wrk-$n.out" ||
+            { SCN_OBSERVED="sale-load $n failed: $(tail -n 2 "$SCN_DIR/load-$n.out")"; return 1; }
+    done
+    for n in "$@"; do cat "$SCN_DIR/history-$n.jsonl"; done > "$SCN_DIR/history.jsonl"
+}
+
 # hosts_cut "A B..." "C D...": a partition: every host of the first group cut from every
 # host of the second. hosts_heal: every cut healed.
 hosts_cut() {

@@ -213,27 +213,16 @@ cut_stage() {
     sleep "$(awk -v m="$ttl" 'BEGIN { print m / 1000 }')"
     samplers_stop
     bg_wait
-    for s in A B; do
-        sale_load_summary "$SCN_DIR/load-$s.out" > "$SCN_DIR/wrk-$s.out" ||
-            { SCN_OBSERVED="sale-load $s failed: $(tail -n 2 "$SCN_DIR/load-$s.out")"; return 1; }
-    done
-    cat "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl" "$SCN_DIR/history-L.jsonl" \
-        > "$SCN_DIR/history.jsonl"
+    loads_done A B || return 1
+    cat "$SCN_DIR/history-L.jsonl" >> "$SCN_DIR/history.jsonl"
 }
 
 # cut_judge: the verdict from Redis and the answers (every history and A's sale's), and
 # the observed line.
 cut_judge() {
-    local hist=$SCN_DIR/history.jsonl final verdict lost overlaps oversold
-    final=$(rcli get "stock:{$ITEM}")
-    verdict=$(history_check "$hist" "$final") ||
-        { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
-    set -- $(history_report "$hist" "$cut_ns")   # sales gap_ms gap_from_ms first_after_cut_ms sold_twice
-    lost=$(acked_lost "$1" "$final")
-    overlaps=$(overlaps_now) oversold=$(oversold_now)
-    SCN_FLAW=0
-    [ "$oversold" -le 0 ] && [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] || SCN_FLAW=1
-    SCN_OBSERVED="A's sale inside $(rel_ms "$first_ns") ms; $CUT_HOST cut from $CUT_FROM, healed $(rel_ms "$heal_ns") ms, lease $ttl ms: $(cut_lease_line "$owner") $(cut_a_line) A's sale answered $(rel_ms "$long_ns") ms: $(cut_long_answer); overlaps $overlaps; oversold $oversold; history $verdict; acknowledged sales lost $lost; sold twice $5; lease_lost answers $(jq -s '[.[] | select(.error == "lease_lost")] | length' "$hist"); longest with no sale $2 ms (from $3 ms after the cut); answers $(history_answers "$hist")"
+    local hist=$SCN_DIR/history.jsonl
+    history_judge "$hist" "$cut_ns" || return 1
+    SCN_OBSERVED="A's sale inside $(rel_ms "$first_ns") ms; $CUT_HOST cut from $CUT_FROM, healed $(rel_ms "$heal_ns") ms, lease $ttl ms: $(cut_lease_line "$owner") $(cut_a_line) A's sale answered $(rel_ms "$long_ns") ms: $(cut_long_answer); overlaps $OVERLAPS; oversold $OVERSOLD; history $VERDICT; acknowledged sales lost $LOST; sold twice $SOLD_TWICE; lease_lost answers $(jq -s '[.[] | select(.error == "lease_lost")] | length' "$hist"); longest with no sale $GAP_MS ms (from $GAP_FROM_MS ms after the cut); answers $(history_answers "$hist")"
 }
 
 # cut_lease_line OWNER: what Redis saw of A's lease and B's first sale, one clause.

@@ -78,6 +78,25 @@ sleep_until() {
     sleep "$(awk -v t=$(( $1 - $(mono_now_ns) )) 'BEGIN { printf "%.3f", (t > 0 ? t / 1e9 : 0) }')"
 }
 
+# history_judge HISTORY T_NS: a run's verdict from its history (checked against the stock
+# left now) and from Redis: sets VERDICT (the checker's), LOST (acknowledged sales lost),
+# SOLD_TWICE, GAP_MS and GAP_FROM_MS (the longest time with no sale, and where it began,
+# in ms from T_NS), OVERSOLD, OVERLAPS, and SCN_FLAW: 1 when anything was oversold, lost
+# or sold twice, or the history is impossible. Fails, saying why in SCN_OBSERVED, when
+# the checker cannot read the history.
+history_judge() {
+    local final
+    final=$(rcli get "stock:{$ITEM}")
+    VERDICT=$(history_check "$1" "$final") ||
+        { SCN_OBSERVED="check-history could not read the history: $VERDICT"; return 1; }
+    set -- $(history_report "$1" "$2")   # sales gap_ms gap_from_ms first_after_ms sold_twice
+    LOST=$(acked_lost "$1" "$final") SOLD_TWICE=$5 GAP_MS=$2 GAP_FROM_MS=$3
+    OVERSOLD=$(oversold_now) OVERLAPS=$(overlaps_now)
+    SCN_FLAW=0
+    [ "$OVERSOLD" -le 0 ] && [ "$LOST" = 0 ] && [ "$SOLD_TWICE" = 0 ] && [ "$VERDICT" = possible ] ||
+        SCN_FLAW=1
+}
+
 # history_answers FILE...: the histories' answers by status (and by error for 409 and
 # 503), one line: "200 x N, 409 x N (sold_out N, lease_lost N), ...".
 history_answers() {

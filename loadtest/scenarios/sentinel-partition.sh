@@ -103,7 +103,7 @@ scenario_sentinel_partition_wait() { REPLICAS=2; partition_play; }
 partition_play() {
     local cut_s=${SECS:-10} before_s=3 after_s=15 total old new hist=$SCN_DIR/history.jsonl
     local cut_ns heal_ns prom_ns demote_ns final verdict lost setting
-    local during during_late after first_b s
+    local during during_late after first_b
     setting="$*${REPLICAS:+--replicas $REPLICAS (WAIT on the grant and the sale)}"
     [ -x "$ROOT/build/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
     partition_stack "$@" || return 1
@@ -125,11 +125,7 @@ partition_play() {
     # seconds for its role to settle before they send it REPLICAOF).
     wait_until "$after_s" "" demoted "$old" && demote_ns=$(mono_now_ns) || demote_ns=""
     bg_wait
-    for s in A B; do
-        sale_load_summary "$SCN_DIR/load-$s.out" > "$SCN_DIR/wrk-$s.out" ||
-            { SCN_OBSERVED="sale-load $s failed: $(tail -n 2 "$SCN_DIR/load-$s.out")"; return 1; }
-    done
-    cat "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl" > "$hist"
+    loads_done A B || return 1
     wait_until 10 "" sentinels_agree || true
     new=$(current_master) || { SCN_OBSERVED="no master after the heal"; return 1; }
     final=$(rcli get "stock:{$ITEM}")
