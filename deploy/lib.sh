@@ -99,13 +99,16 @@ rcli() {
 # writes PIDFILE: the pid, then the patterns deploy/down checks before a kill. Sets
 # REDIS_STARTED_PID. The process title is "redis-server ADDR:PORT". When REDIS_CONF
 # names a file (deploy/up writes one holding the password), it is the server's
-# configuration file: the password never shows in argv.
+# configuration file: the password never shows in argv. REDIS_LAUNCH (an array, may be
+# unset) goes before the command: a test host's `deploy/hosts run H`, a clock faker; each
+# execs the next, so the pid is still the server's.
 redis_start() {
     local port=$1 bind=$2 fsync=$3 dir=$4 log=$5 pidfile=$6 aof; shift 6
     aof=(--appendonly yes --appendfsync "$fsync")
     [ "$fsync" != off ] || aof=(--appendonly no)
     mkdir -p "$dir"
-    setsid "${REDIS_SERVER_BIN:-redis-server}" ${REDIS_CONF:+"$REDIS_CONF"} --port "$port" --bind "$bind" \
+    setsid ${REDIS_LAUNCH[@]+"${REDIS_LAUNCH[@]}"} "${REDIS_SERVER_BIN:-redis-server}" \
+        ${REDIS_CONF:+"$REDIS_CONF"} --port "$port" --bind "$bind" \
         "${aof[@]}" --save '' --dir "$dir" \
         --daemonize no "$@" </dev/null >>"$log" 2>&1 &
     REDIS_STARTED_PID=$!

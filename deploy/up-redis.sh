@@ -124,16 +124,18 @@ start_replicas() {
     done
 }
 
-# write_sentinel_conf PORT: a sentinel's configuration, to stdout. Each sentinel rewrites
-# its own file (what it learns: the replicas, the other sentinels, the epochs), so each
-# gets one, written afresh by every up. It holds both passwords: mode 600.
+# write_sentinel_conf PORT BIND DIR: a sentinel's configuration, to stdout: on PORT and
+# BIND, its working directory DIR, watching REDIS_HOST:REDIS_PORT as SENTINEL_MASTER with
+# SENTINEL_QUORUM. Each sentinel rewrites its own file (what it learns: the replicas, the
+# other sentinels, the epochs), so each gets one, written afresh by every start. It holds
+# both passwords: mode 600. (Also loadtest/scenarios/hosts.sh's, for a sentinel in a host.)
 write_sentinel_conf() {
     local m=$SENTINEL_MASTER
-    echo "# sentinel.conf - written by deploy/up for this run directory; the sentinel rewrites it."
+    echo "# sentinel.conf - written for this run directory; the sentinel rewrites it."
     echo "port $1"
-    echo "bind $REDIS_BIND"
-    [ "$REDIS_BIND" = 127.0.0.1 ] || echo "protected-mode no"    # it has a password
-    echo "dir $RUN_DIR/sentinel-$1"
+    echo "bind $2"
+    [ "$2" = 127.0.0.1 ] || echo "protected-mode no"    # it has a password
+    echo "dir $3"
     echo "requirepass $(conf_quote "$(head -n 1 "$SENTINEL_PASSWORD_FILE")")"
     echo "sentinel monitor $m $REDIS_HOST $REDIS_PORT $SENTINEL_QUORUM"
     [ -z "$REDIS_PASSWORD_FILE" ] ||
@@ -161,7 +163,8 @@ sentinel_ready() {
 start_sentinels() {
     local p pids=""
     for p in $SENTINEL_PORT_LIST; do
-        (umask 077; mkdir -p "$RUN_DIR/sentinel-$p" && write_sentinel_conf "$p" > "$RUN_DIR/sentinel-$p/sentinel.conf") ||
+        (umask 077; mkdir -p "$RUN_DIR/sentinel-$p" &&
+         write_sentinel_conf "$p" "$REDIS_BIND" "$RUN_DIR/sentinel-$p" > "$RUN_DIR/sentinel-$p/sentinel.conf") ||
             die "cannot write $RUN_DIR/sentinel-$p/sentinel.conf"
         mark_log "$RUN_DIR/sentinel-$p.log"
         # umask: the file it rewrites stays this user's alone.

@@ -37,7 +37,7 @@ scenario_hosts_load() {
     done
     wait_until 10 "" replica_acks "$REDIS_HOST" "$REDIS_PORT" 2 || { SCN_OBSERVED="the replicas did not acknowledge a write"; return 1; }
     for h in h1 h2 h3; do host_sentinel "$h" 2; done
-    wait_until 20 "" sentinels_ready 2 || { SCN_OBSERVED="the sentinels did not find each other and both replicas"; return 1; }
+    wait_until 20 "" sentinels_ready || { SCN_OBSERVED="the sentinels did not find each other and both replicas"; return 1; }
     for h in h4 h5; do
         recipe_up "$h" --no-nginx --bind "$(host_addr "$h")" --name-prefix "$h" ||
             { SCN_OBSERVED="deploy/up on $h failed: $(tail -n 3 "$RUN_DIR/up-$h.out")"; return 1; }

@@ -18,6 +18,7 @@
 # REDIS_WRAP="env LD_PRELOAD=... CLOCKSTEP_FILE=..." host_redis h1. The prefix must end by
 # exec'ing the command (env does): the pid is the server's, as deploy/down checks it.
 
+. "$ROOT/deploy/up-redis.sh"   # new_secret, conf_quote, write_sentinel_conf, sentinel_ready
 HOSTS_BIN=$ROOT/deploy/hosts
 H_REDIS_PORT=6379 H_SENTINEL_PORT=26379 H_INSTANCE_PORT=8001 H_NGINX_PORT=8080
 # Each run its own hosts (names invltPID-h1...): two runs at once never remove each other's.
@@ -32,17 +33,15 @@ hosts_why_not() { ! "$HOSTS_BIN" check; }
 # hosts_stack_up N: the hosts h1..hN and the stack's passwords (files only this user reads:
 # the Redis servers' in REDIS_CONF, the sentinels' in SENTINEL_PASSWORD_FILE).
 hosts_stack_up() {
-    local pw
     "$HOSTS_BIN" up "$1" || return 1
     HOSTS_UP=$1
     HOSTS_VIA=h$1
     REDIS_PASSWORD_FILE=$RUN_DIR/redis.pass SENTINEL_PASSWORD_FILE=$RUN_DIR/sentinel.pass
     REDIS_CONF=$RUN_DIR/redis.conf SENTINEL_MASTER=inventory
-    (umask 077
-     head -c 24 /dev/urandom | base64 | tr '+/' '-_' > "$REDIS_PASSWORD_FILE"
-     head -c 24 /dev/urandom | base64 | tr '+/' '-_' > "$SENTINEL_PASSWORD_FILE"
-     pw=$(head -n 1 "$REDIS_PASSWORD_FILE")
-     printf 'requirepass "%s"\nmasterauth "%s"\n' "$pw" "$pw" > "$REDIS_CONF")
+    new_secret "$REDIS_PASSWORD_FILE"
+    new_secret "$SENTINEL_PASSWORD_FILE"
+    (umask 077; pw=$(conf_quote "$(head -n 1 "$REDIS_PASSWORD_FILE")")
+     printf 'requirepass %s\nmasterauth %s\n' "$pw" "$pw" > "$REDIS_CONF")
     INSTANCE_PORTS="" INSTANCE_PIDS="" SENTINEL_PORTS="" REPLICA_PORTS="" MASTER_PORTS="" MASTER_PIDS=""
 }
 # hosts_stack_down: what runs in the hosts, by pid (deploy/down: RUN_DIR's and those of
@@ -85,14 +84,12 @@ host_lock_master() {
 redis_in_host() {
     local h=$1 name=$2 a; shift 2
     a=$(host_addr "$h")
-    mkdir -p "$RUN_DIR/$name"
-    setsid "$HOSTS_BIN" run "$h" ${REDIS_WRAP:-} redis-server "$REDIS_CONF" --port "$H_REDIS_PORT" \
-        --bind "$a" --protected-mode no --appendonly yes --appendfsync "${FSYNC:-everysec}" \
-        --save '' --dir "$RUN_DIR/$name" --repl-diskless-sync-delay 0 "$@" \
-        </dev/null >>"$RUN_DIR/$name.log" 2>&1 &
-    REDIS_IN_HOST_PID=$!
-    printf '%s\nredis-server\n:%s \n' $! "$H_REDIS_PORT" > "$RUN_DIR/$name.pid"
-    wait_until 10 $! sh -c "[ \"\$(REDISCLI_AUTH=\$(cat '$REDIS_PASSWORD_FILE') '$HOSTS_BIN' run '$h' redis-cli -h '$a' -p '$H_REDIS_PORT' ping)\" = PONG ]"
+    # shellcheck disable=SC2206  # REDIS_WRAP: words (a clock faker's env and preload)
+    local REDIS_LAUNCH=("$HOSTS_BIN" run "$h" ${REDIS_WRAP:-})
+    redis_start "$H_REDIS_PORT" "$a" "${FSYNC:-everysec}" "$RUN_DIR/$name" "$RUN_DIR/$name.log" \
+        "$RUN_DIR/$name.pid" --protected-mode no --repl-diskless-sync-delay 0 "$@"
+    REDIS_IN_HOST_PID=$REDIS_STARTED_PID
+    wait_until 10 "$REDIS_STARTED_PID" sh -c "[ \"\$(REDISCLI_AUTH=\$(cat '$REDIS_PASSWORD_FILE') '$HOSTS_BIN' run '$h' redis-cli -h '$a' -p '$H_REDIS_PORT' ping)\" = PONG ]"
 }
 
 # host_sentinel H QUORUM: a sentinel in H watching the master (REDIS_HOST) as SENTINEL_MASTER
@@ -101,27 +98,19 @@ redis_in_host() {
 host_sentinel() {
     local h=$1 a dir; a=$(host_addr "$h"); dir=$RUN_DIR/sentinel-$h
     (umask 077; mkdir -p "$dir"
-     printf '%s\n' "port $H_SENTINEL_PORT" "bind $a" "protected-mode no" "dir $dir" \
-        "requirepass \"$(head -n 1 "$SENTINEL_PASSWORD_FILE")\"" \
-        "sentinel monitor $SENTINEL_MASTER $REDIS_HOST $REDIS_PORT $2" \
-        "sentinel auth-pass $SENTINEL_MASTER \"$(head -n 1 "$REDIS_PASSWORD_FILE")\"" \
-        "sentinel down-after-milliseconds $SENTINEL_MASTER ${SENTINEL_DOWN_AFTER_MS:-500}" \
-        "sentinel failover-timeout $SENTINEL_MASTER ${SENTINEL_FAILOVER_TIMEOUT_MS:-4000}" \
-        "sentinel parallel-syncs $SENTINEL_MASTER 1" > "$dir/sentinel.conf")
+     SENTINEL_QUORUM=$2 SENTINEL_DOWN_AFTER_MS=${SENTINEL_DOWN_AFTER_MS:-500} \
+         SENTINEL_FAILOVER_TIMEOUT_MS=${SENTINEL_FAILOVER_TIMEOUT_MS:-4000} \
+         write_sentinel_conf "$H_SENTINEL_PORT" "$a" "$dir" > "$dir/sentinel.conf")
     (umask 077; exec setsid "$HOSTS_BIN" run "$h" redis-server "$dir/sentinel.conf" --sentinel \
         </dev/null >>"$RUN_DIR/sentinel-$h.log" 2>&1) &
     printf '%s\nredis-server\n:%s \n[sentinel]\n' $! "$H_SENTINEL_PORT" > "$RUN_DIR/sentinel-$h.pid"
     SENTINEL_PORTS="${SENTINEL_PORTS:+$SENTINEL_PORTS }$a:$H_SENTINEL_PORT"
 }
-# sentinels_ready REPLICAS: every sentinel knows REPLICAS replicas and every other sentinel.
+# sentinels_ready: every sentinel knows every replica (REPLICA_PORTS) and every other
+# sentinel (up-redis.sh's sentinel_ready, for each).
 sentinels_ready() {
-    local s n; n=$(echo $SENTINEL_PORTS | wc -w)
-    for s in $SENTINEL_PORTS; do
-        sentinel_cli "$s" sentinel master "$SENTINEL_MASTER" 2>/dev/null |
-            awk -v r="$1" -v o="$((n - 1))" '
-                prev == "num-slaves" { sl = $0 } prev == "num-other-sentinels" { ot = $0 }
-                { prev = $0 } END { exit !(sl == r && ot == o) }' || return 1
-    done
+    local s
+    for s in $SENTINEL_PORTS; do SENTINEL_PORT_LIST=$SENTINEL_PORTS sentinel_ready "$s" || return 1; done
 }
 
 # host_instance H [ARG...]: an instance in H on its address, named inventory-H, with the

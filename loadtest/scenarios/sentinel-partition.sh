@@ -55,7 +55,7 @@ partition_stack() {
     wait_until 10 "" replica_acks "$REDIS_HOST" "$REDIS_PORT" 2 ||
         { SCN_OBSERVED="the replicas did not acknowledge a write"; return 1; }
     for h in h1 h2 h3 h4 h5; do host_sentinel "$h" 3; done
-    wait_until 20 "" sentinels_ready 2 ||
+    wait_until 20 "" sentinels_ready ||
         { SCN_OBSERVED="the five sentinels did not find each other and both replicas"; return 1; }
     for h in h1 h4; do
         host_instance "$h" || { SCN_OBSERVED="instance $h did not start: $(tail -n 2 "$RUN_DIR/instance-$h.log")"; return 1; }
