@@ -145,7 +145,7 @@ static void heard(struct notify *n, const struct rd_reply *channel, const char *
 static struct rd_conn *subscribe(struct notify *n)
 {
     struct lock_error err;
-    struct rd_conn *c = rd_conn_open(n->lc->redis, &err);
+    struct rd_conn *c = rd_conn_open(n->lc->redis, NULL, &err);
     struct rd_reply *r = NULL;
 
     if (c && (r = rd_conn_call(c, RD_T(RD_ARRAY), 2 * SUB_IDLE_MS, &err, "PSUBSCRIBE lock:{*}")) != NULL) {

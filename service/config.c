@@ -51,6 +51,9 @@ static void usage(FILE *out)
         "                    (+switch-master); with --sentinel-master NAME. Their password\n"
         "                    in SENTINEL_PASSWORD (SENTINEL_USER for an ACL user) or\n"
         "  --sentinel-password-file F  (first line of F)\n"
+        "  --redis-cluster H:P,H:P,...  instead of --redis: Redis Cluster, these its seed\n"
+        "                    nodes; each item's keys go to its slot's master (MOVED, ASK and\n"
+        "                    TRYAGAIN followed; the map read again when it moves)\n"
         "  --lock V          lock version, by name or alias (default v8); see below\n"
         "  --ttl-ms T        lease of the Redis locks, in ms (default 30000)\n"
         "  --wait-ms W       how long a sale waits for the lock before lock_timeout (default 10000)\n"
@@ -209,14 +212,17 @@ static void set_password_file(const char *a) { password_file = a; }
 static void set_sentinel_password_file(const char *a) { sentinel_password_file = a; }
 static void set_sentinel_master(const char *a) { svc.sentinel_master = a; }
 
-static void set_sentinels(const char *a)
+/* A list of HOST:PORT for --NAME: a or exit. */
+static const char *server_list(const char *name, const char *a)
 {
     struct rd_server parsed[RD_SERVERS_MAX];
 
     if (rd_servers_parse(a, parsed, RD_SERVERS_MAX) <= 0)
-        bad_flag("--sentinel wants HOST:PORT,... (at most %d), not '%s'", RD_SERVERS_MAX, a);
-    svc.sentinels = a;
+        bad_flag("--%s wants HOST:PORT,... (at most %d), not '%s'", name, RD_SERVERS_MAX, a);
+    return a;
 }
+static void set_sentinels(const char *a) { svc.sentinels = server_list("sentinel", a); }
+static void set_cluster(const char *a) { svc.cluster = server_list("redis-cluster", a); }
 static void list_versions_and_exit(const char *a) { (void)a; list_versions(); exit(0); }
 static void help_and_exit(const char *a) { (void)a; usage(stdout); exit(0); }
 
@@ -289,6 +295,7 @@ static const struct flag {
     { .name = "replicas", .has_arg = ARG_REQUIRED, .set = set_replicas },
     { .name = "redis-password-file", .has_arg = ARG_REQUIRED, .set = set_password_file },
     { .name = "sentinel", .has_arg = ARG_REQUIRED, .set = set_sentinels },
+    { .name = "redis-cluster", .has_arg = ARG_REQUIRED, .set = set_cluster },
     { .name = "sentinel-master", .has_arg = ARG_REQUIRED, .set = set_sentinel_master },
     { .name = "sentinel-password-file", .has_arg = ARG_REQUIRED, .set = set_sentinel_password_file },
     { .name = "idempotency-ttl", .has_arg = ARG_REQUIRED, .set = set_idem_ttl },
@@ -297,15 +304,18 @@ static const struct flag {
 };
 enum { FLAGS = sizeof(flags) / sizeof(flags[0]) };
 
-/* Exactly one way to find Redis: --redis, or --sentinel with --sentinel-master. */
+/* Exactly one way to find Redis: --redis, --sentinel with --sentinel-master, or
+ * --redis-cluster. */
 static void check_where(void)
 {
-    if (svc.sentinels && redis_given)
-        bad_flag("give --redis or --sentinel, not both");
+    if ((svc.sentinels != NULL) + redis_given + (svc.cluster != NULL) > 1)
+        bad_flag("give one of --redis, --sentinel and --redis-cluster");
     if ((svc.sentinels == NULL) != (svc.sentinel_master == NULL))
         bad_flag("--sentinel and --sentinel-master go together");
     if (svc.sentinels)
         snprintf(svc.redis_label, sizeof(svc.redis_label), "sentinel master %.64s", svc.sentinel_master);
+    else if (svc.cluster)
+        snprintf(svc.redis_label, sizeof(svc.redis_label), "cluster %.200s", svc.cluster);
     else
         snprintf(svc.redis_label, sizeof(svc.redis_label), "%.200s:%d", svc.redis_host, svc.redis_port);
 }

@@ -39,6 +39,7 @@ static int clients_create(void)
     struct rd_config redis = {
         .host = svc.redis_host, .port = svc.redis_port,
         .sentinels = svc.sentinels, .sentinel_master = svc.sentinel_master,
+        .cluster = svc.cluster,
         .sentinel_user = svc.sentinel_user,
         .sentinel_password = svc.sentinel_password[0] ? svc.sentinel_password : NULL,
         .user = svc.redis_user, .password = password,

@@ -266,7 +266,7 @@ void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line
         long long stock = 0;
         char msg[160] = "";
         enum sale_result res = SALE_ERROR;
-        int st = sale_write_prepare(&err);
+        int st = sale_write_prepare(item, &err);
 
         if (st == LOCK_OK)
             st = rd_batch_add(&read, &err, "GET stock:{%s}", item);

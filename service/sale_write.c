@@ -102,11 +102,14 @@ int sale_write_add(struct rd_batch *b, const struct lock_grant *g, long long sto
                              argv, err);
 }
 
-int sale_write_prepare(struct lock_error *err)
+int sale_write_prepare(const char *item, struct lock_error *err)
 {
-    if (rd_script_load(svc_redis, &lua_sale_write, err) != LOCK_OK)
+    char key[ITEM_MAX + 16];
+
+    snprintf(key, sizeof(key), "stock:{%s}", item);
+    if (rd_script_load(svc_redis, &lua_sale_write, key, err) != LOCK_OK)
         return LOCK_ERROR;
-    return rd_script_load(svc_redis, &lua_sale_write_fenced, err);
+    return rd_script_load(svc_redis, &lua_sale_write_fenced, key, err);
 }
 
 long long sale_write_result(const struct rd_reply *r, long long k, struct sale_request **rqs,

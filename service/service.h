@@ -24,6 +24,7 @@ struct service_config {
     int workers;                 /* --combine: worker threads, at most */
     const char *lock_masters;    /* redlock's masters, "HOST:PORT,..." (argv; NULL: none) */
     const char *sentinels;       /* --sentinel: ask these where the master is (NULL: none) */
+    const char *cluster;         /* --redis-cluster: these seed nodes (NULL: no cluster) */
     const char *sentinel_master; /* its name, as the sentinels know it */
     const char *sentinel_user;   /* from SENTINEL_USER (NULL: the default user) */
     char sentinel_password[513]; /* from --sentinel-password-file or SENTINEL_PASSWORD */
@@ -156,7 +157,7 @@ void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line
 /* Makes sure Redis has the write scripts before a grant is taken: the write rides ahead
  * of the release, where a script Redis lacks could not be sent again. LOCK_OK or
  * LOCK_ERROR (cheap once loaded: the Redis layer remembers). */
-int sale_write_prepare(struct lock_error *err);
+int sale_write_prepare(const char *item, struct lock_error *err);
 /* The write of k of the n sales rqs on stock read under g (batch: its number within the
  * grant), appended to b as one script call. LOCK_OK or LOCK_ERROR. */
 int sale_write_add(struct rd_batch *b, const struct lock_grant *g, long long stock, long long k,

@@ -71,7 +71,7 @@ static void test_replies(struct rd_client *rc)
     struct rd_reply *r;
 
     rd_reply_free(rd_call(rc, RD_T(RD_STATUS), &err, "SET %s %s", "t:{a}", "hello"));
-    r = rd_call(rc, RD_T(RD_ARRAY), &err, "MGET %s %s", "t:{a}", "t:{none}");
+    r = rd_call(rc, RD_T(RD_ARRAY), &err, "MGET %s %s", "t:{a}", "t:{a}:none");
     test_cond("an array of a string and a nil",
               r && r->elements == 2 && r->element[0]->type == RD_STRING &&
                   strcmp(r->element[0]->str, "hello") == 0 && r->element[0]->len == 5 &&
@@ -80,6 +80,9 @@ static void test_replies(struct rd_client *rc)
     r = rd_call(rc, RD_T(RD_NIL), &err, "GET %s", "t:{none}");
     test_cond("a nil bulk string is RD_NIL", r && r->type == RD_NIL);
     rd_reply_free(r);
+    r = rd_call(rc, RD_T(RD_ARRAY), &err, "MGET %s %s", "t:{a}", "t:{none}");
+    test_cond("keys of two slots in one command are refused before they are sent (CROSSSLOT on "
+              "a cluster), on one Redis too", r == NULL && err.fault == LOCK_E_USAGE);
     r = rd_call(rc, RD_T(RD_ARRAY), &err, "EVAL %s 0", "return {1, {2, {'x', false}}, 'y'}");
     test_cond("nested arrays keep their order and types",
               r && r->elements == 3 && r->element[0]->integer == 1 &&
@@ -233,7 +236,7 @@ static void test_noscript(struct rd_client *rc)
     struct rd_client *fresh = client_on(port, 0);
     rd_batch_add_eval(&before, &script_incr, 1, 0, key, &err);
     rd_batch_add(&main, &err, "GET %s", "t:{n}");
-    st = rd_script_load(fresh, &script_incr, &err);   /* the caller's, before a grant */
+    st = rd_script_load(fresh, &script_incr, "t:{n}", &err);   /* the caller's, before a grant */
     if (st == LOCK_OK)
         st = rd_round_trip(fresh, &before, &main, NULL, &err);
     test_cond("a script loaded (rd_script_load) before it goes ahead of another command: it runs once",

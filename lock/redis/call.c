@@ -17,15 +17,26 @@ static int batch_append(struct rd_batch *b, char *cmd, int len, const struct rd_
                         struct lock_error *err)
 {
     char *grown;
+    int slot;
 
     if (len < 0)
         return lock_fail(err, LOCK_E_NOMEM, "cannot format the command");
+    slot = rd_command_slot(cmd, (size_t)len);
+    if (slot == RD_SLOT_CROSS || (slot >= 0 && b->keyed && b->slot != (unsigned)slot)) {
+        free(cmd);
+        return lock_fail(err, LOCK_E_USAGE, "keys of two slots in one batch (CROSSSLOT on a "
+                         "cluster): give them one hash tag");
+    }
     if (b->n >= RD_BATCH_MAX || (grown = realloc(b->buf, b->len + (size_t)len)) == NULL) {
         free(cmd);
         return lock_fail(err, LOCK_E_NOMEM, "batch full or out of memory");
     }
     memcpy(grown + b->len, cmd, (size_t)len);
     free(cmd);
+    if (slot >= 0) {
+        b->keyed = 1;
+        b->slot = (unsigned)slot;
+    }
     b->buf = grown;
     b->off[b->n] = b->len;
     b->script[b->n] = s;
@@ -120,31 +131,28 @@ static int read_range(redisContext *c, struct rd_batch *b, int from, int to, str
     return LOCK_OK;
 }
 
-/* 1 when the client has loaded s (and heard no NOSCRIPT for it since). */
-static int is_known(struct rd_client *rc, const struct rd_script *s)
+/* 1 when s was loaded on cn's server (and it said no NOSCRIPT for it since). */
+static int is_known(const struct rd_conn *cn, const struct rd_script *s)
 {
     for (int i = 0; i < RD_SCRIPTS_KNOWN; i++)
-        if (atomic_load(&rc->known[i]) == s)
+        if (cn->known[i] == s)
             return 1;
     return 0;
 }
 
-/* Records that the client has s loaded (yes: into a free slot) or that Redis said
- * NOSCRIPT for it (no: every slot of it freed). Lock-free: compare-and-swap. */
-static void set_known(struct rd_client *rc, const struct rd_script *s, int yes)
+/* Records that cn's server has s (yes: into a free place) or said NOSCRIPT for it. */
+static void set_known(struct rd_conn *cn, const struct rd_script *s, int yes)
 {
-    for (int i = 0; i < RD_SCRIPTS_KNOWN; i++) {
-        const struct rd_script *was = yes ? NULL : s;
-        if (yes && is_known(rc, s))
-            return;
-        if (atomic_compare_exchange_strong(&rc->known[i], &was, yes ? s : NULL) && yes)
-            return;
-    }
+    for (int i = 0; i < RD_SCRIPTS_KNOWN; i++)
+        if (cn->known[i] == (yes ? NULL : s)) {
+            cn->known[i] = yes ? s : NULL;
+            if (yes)
+                return;
+        }
 }
 
 /* SCRIPT LOAD s on cn: LOCK_OK when Redis has it under the sha we call it by. */
-static int script_load(struct rd_client *rc, struct rd_conn *cn, const struct rd_script *s,
-                       struct lock_error *err)
+static int script_load(struct rd_conn *cn, const struct rd_script *s, struct lock_error *err)
 {
     struct rd_reply *r = rd_conn_command(cn, RD_T(RD_STRING), err, "SCRIPT LOAD %s", s->source);
     int same;
@@ -155,19 +163,19 @@ static int script_load(struct rd_client *rc, struct rd_conn *cn, const struct rd
     rd_reply_free(r);
     if (!same)
         return lock_fail(err, LOCK_E_PROTOCOL, "%s: Redis's sha is not the one built in", s->name);
-    set_known(rc, s, 1);
+    set_known(cn, s, 1);
     return LOCK_OK;
 }
 
-int rd_script_load(struct rd_client *rc, const struct rd_script *s, struct lock_error *err)
+int rd_script_load(struct rd_client *rc, const struct rd_script *s, const char *key,
+                   struct lock_error *err)
 {
-    struct rd_conn *cn;
+    int server = rd_route(rc, key ? (int)rd_key_slot(key, strlen(key)) : RD_SLOT_NONE, err);
+    struct rd_conn *cn = server >= 0 ? rd_thread_conn(rc, server, err) : NULL;
 
-    if (is_known(rc, s))
-        return LOCK_OK;
-    if ((cn = rd_thread_conn(rc, NULL, err)) == NULL)
+    if (cn == NULL)
         return LOCK_ERROR;
-    if (script_load(rc, cn, s, err) == LOCK_OK)
+    if (is_known(cn, s) || script_load(cn, s, err) == LOCK_OK)
         return LOCK_OK;
     if (lock_fault_is_io(err->fault))
         rd_conn_failed(rc, err);
@@ -177,21 +185,21 @@ int rd_script_load(struct rd_client *rc, const struct rd_script *s, struct lock_
 /* The one NOSCRIPT path: loads every script Redis said it did not have; sends those of
  * main again, followed by all of after (before's are not sent twice: what came after
  * them ran without them, so their caller decides). LOCK_OK or LOCK_ERROR. */
-static int resend_noscript(struct rd_client *rc, struct rd_conn *cn, struct rd_batch *before,
-                           struct rd_batch *main, struct rd_batch *after, struct lock_error *err)
+static int resend_noscript(struct rd_conn *cn, struct rd_batch *before, struct rd_batch *main,
+                           struct rd_batch *after, struct lock_error *err)
 {
     int again[RD_BATCH_MAX], n = 0;
 
     for (int i = 0; before && i < before->n; i++)
         if (before->reply[i] && before->reply[i]->fault == LOCK_E_NOSCRIPT && before->script[i]) {
-            set_known(rc, before->script[i], 0);
-            if (script_load(rc, cn, before->script[i], err) != LOCK_OK)
+            set_known(cn, before->script[i], 0);
+            if (script_load(cn, before->script[i], err) != LOCK_OK)
                 return LOCK_ERROR;
         }
     for (int i = 0; main && i < main->n; i++)
         if (main->reply[i] && main->reply[i]->fault == LOCK_E_NOSCRIPT && main->script[i]) {
-            set_known(rc, main->script[i], 0);
-            if (script_load(rc, cn, main->script[i], err) != LOCK_OK)
+            set_known(cn, main->script[i], 0);
+            if (script_load(cn, main->script[i], err) != LOCK_OK)
                 return LOCK_ERROR;
             again[n++] = i;
         }
@@ -215,13 +223,141 @@ static int demoted(const struct rd_batch *b)
     return 0;
 }
 
+/* --- a cluster's redirects --- */
+
+/* A round trip's batches in the order they are sent: before, main, after. */
+enum { TRIP_BATCHES = 3 };
+
+/* The slot of the trip's keys: RD_SLOT_NONE when none has keys, RD_SLOT_CROSS when two
+ * batches' differ. */
+static int trip_slot(struct rd_batch *const b[TRIP_BATCHES])
+{
+    int slot = RD_SLOT_NONE;
+
+    for (int k = 0; k < TRIP_BATCHES; k++)
+        if (b[k] && b[k]->keyed) {
+            if (slot != RD_SLOT_NONE && (unsigned)slot != b[k]->slot)
+                return RD_SLOT_CROSS;
+            slot = (int)b[k]->slot;
+        }
+    return slot;
+}
+
+static int is_redirect(const struct rd_reply *r)
+{
+    return r && (r->fault == LOCK_E_MOVED || r->fault == LOCK_E_ASK || r->fault == LOCK_E_TRYAGAIN);
+}
+
+/* The first command (batch *k, command *i) that Redis redirected or told to try again,
+ * when every command sent after it was too (so that none of theirs ran): 1; else 0 (none
+ * was, or one after it ran: sending it again could run it out of its order). */
+static int redirected_tail(struct rd_batch *const b[TRIP_BATCHES], int *k, int *i)
+{
+    int found = 0;
+
+    for (int bk = 0; bk < TRIP_BATCHES; bk++)
+        for (int bi = 0; b[bk] && bi < b[bk]->n; bi++) {
+            if (!is_redirect(b[bk]->reply[bi])) {
+                found = 0;
+                continue;
+            }
+            if (!found) {
+                *k = bk;
+                *i = bi;
+            }
+            found = 1;
+        }
+    return found;
+}
+
+/* 1 when a reply of the trip says the cluster cannot serve now. */
+static int cluster_down(struct rd_batch *const b[TRIP_BATCHES])
+{
+    for (int k = 0; k < TRIP_BATCHES; k++)
+        for (int i = 0; b[k] && i < b[k]->n; i++)
+            if (b[k]->reply[i] && b[k]->reply[i]->fault == LOCK_E_CLUSTERDOWN)
+                return 1;
+    return 0;
+}
+
+/* Sends the trip's commands from batch k0, command i0 on to cn, each after ASKING when
+ * asking (ASK: the slot is being imported there; ASKING lets one command in), its scripts
+ * loaded there first (a node that never saw them); reads their replies in place. */
+static int send_tail(struct rd_conn *cn, struct rd_batch *const b[TRIP_BATCHES], int k0, int i0,
+                     int asking, struct lock_error *err)
+{
+    for (int k = k0; k < TRIP_BATCHES; k++)
+        for (int i = k == k0 ? i0 : 0; b[k] && i < b[k]->n; i++)
+            if (b[k]->script[i] && !is_known(cn, b[k]->script[i]) &&
+                script_load(cn, b[k]->script[i], err) != LOCK_OK)
+                return LOCK_ERROR;
+    for (int k = k0; k < TRIP_BATCHES; k++)
+        for (int i = k == k0 ? i0 : 0; b[k] && i < b[k]->n; i++) {
+            if (asking)
+                redisAppendCommand(cn->c, "ASKING");
+            send_range(cn->c, b[k], i, i + 1);
+        }
+    for (int k = k0; k < TRIP_BATCHES; k++)
+        for (int i = k == k0 ? i0 : 0; b[k] && i < b[k]->n; i++) {
+            void *ok = NULL;
+            if (asking && redisGetReply(cn->c, &ok) != REDIS_OK)
+                return rd_context_error(cn->c, "ASKING", err);
+            rd_reply_free(ok);
+            if (read_range(cn->c, b[k], i, i + 1, err) != LOCK_OK)
+                return LOCK_ERROR;
+        }
+    return LOCK_OK;
+}
+
+/* On a cluster: what Redis redirected (MOVED: the slot map notes it, and is read again
+ * once per burst; ASK: once to the node named, the map unchanged) or told to try again
+ * (TRYAGAIN: a multi-key command while its slot moves; after a pause, for at most
+ * RD_TRYAGAIN_MS) is sent again, while nothing after it ran. LOCK_OK with the replies
+ * Redis gave last (a redirect it could not follow stays: nothing of its ran), or
+ * LOCK_ERROR when a connection broke. */
+static int follow_redirects(struct rd_client *rc, struct rd_batch *const b[TRIP_BATCHES], int slot,
+                            struct lock_error *err)
+{
+    long long deadline = lock_now_ms() + RD_TRYAGAIN_MS;
+    long pause = 5;
+    int k = 0, i = 0;
+
+    if (cluster_down(b) && rc->locator->forget)
+        rc->locator->forget(rc);      /* a failover under way: read the map again soon */
+    for (int hops = 0; hops < 32 && redirected_tail(b, &k, &i); hops++) {
+        const struct rd_reply *r = b[k]->reply[i];
+        int asking = r->fault == LOCK_E_ASK, server;
+        struct rd_conn *cn;
+
+        if (r->fault == LOCK_E_TRYAGAIN) {
+            if (lock_now_ms() + pause > deadline)
+                break;
+            lock_sleep_ms(pause);
+            pause = pause * 2 > 100 ? 100 : pause * 2;
+            server = rd_route(rc, slot, err);
+        } else {
+            server = rc->locator->redirected(rc, r, !asking);
+        }
+        if (server < 0 || (cn = rd_thread_conn(rc, server, err)) == NULL)
+            break;
+        if (send_tail(cn, b, k, i, asking, err) != LOCK_OK)
+            return LOCK_ERROR;
+    }
+    return LOCK_OK;
+}
+
 int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch *main,
                   struct rd_batch *after, struct lock_error *err)
 {
-    struct rd_conn *cn = rd_thread_conn(rc, NULL, err);
+    struct rd_batch *const b[TRIP_BATCHES] = { before, main, after };
+    int slot = trip_slot(b), server;
+    struct rd_conn *cn;
     int st;
 
-    if (cn == NULL)
+    if (slot == RD_SLOT_CROSS)
+        return lock_fail(err, LOCK_E_USAGE, "keys of two slots in one round trip (CROSSSLOT "
+                         "on a cluster): give them one hash tag");
+    if ((server = rd_route(rc, slot, err)) < 0 || (cn = rd_thread_conn(rc, server, err)) == NULL)
         return LOCK_ERROR;
     send_range(cn->c, before, 0, before ? before->n : 0);
     send_range(cn->c, main, 0, main ? main->n : 0);
@@ -232,7 +368,9 @@ int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch
     if (st == LOCK_OK)
         st = read_range(cn->c, after, 0, after ? after->n : 0, err);
     if (st == LOCK_OK)
-        st = resend_noscript(rc, cn, before, main, after, err);
+        st = resend_noscript(cn, before, main, after, err);
+    if (st == LOCK_OK && rc->locator->redirected)
+        st = follow_redirects(rc, b, slot, err);
     if (st != LOCK_OK)
         rd_conn_failed(rc, err);
     else if (demoted(before) || demoted(main) || demoted(after))
@@ -293,7 +431,7 @@ int rd_fanout(struct rd_client *const *rcs, int n, struct rd_batch *b, struct rd
     for (int i = 0; i < n; i++) {
         int done = 0;
         replies[i] = NULL;
-        if ((cn[i] = rd_thread_conn(rcs[i], NULL, &err)) == NULL)
+        if ((cn[i] = rd_thread_conn(rcs[i], 0, &err)) == NULL)
             continue;
         send_range(cn[i]->c, b, 0, 1);
         while (!done && redisBufferWrite(cn[i]->c, &done) == REDIS_OK)

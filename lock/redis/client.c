@@ -5,12 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A thread ends: its connection, out of its client's list. */
-static void thread_conn_free(void *p)
+/* A thread ends: its connections, out of its client's list. */
+static void thread_conns_free(void *p)
 {
-    struct rd_conn *cn = p;
-
-    rd_thread_conn_close(cn->listed, cn);
+    rd_thread_free(p);
 }
 
 static void client_free(struct rd_client *rc)
@@ -33,7 +31,9 @@ struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_erro
         return NULL;
     }
     pthread_mutex_init(&rc->conns_mu, NULL);
-    rc->locator = cfg->sentinels ? &rd_sentinel_locator : &rd_single_locator;
+    rc->locator = cfg->cluster     ? &rd_cluster_locator
+                  : cfg->sentinels ? &rd_sentinel_locator
+                                   : &rd_single_locator;
     rc->host = strdup(cfg->host ? cfg->host : "127.0.0.1");
     rc->port = cfg->port ? cfg->port : 6379;
     rc->user = cfg->user ? strdup(cfg->user) : NULL;
@@ -48,7 +48,7 @@ struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_erro
     }
     if (rc->locator->init && rc->locator->init(rc, cfg, err) != LOCK_OK)
         goto out_free;
-    if (pthread_key_create(&rc->key, thread_conn_free) != 0) {
+    if (pthread_key_create(&rc->key, thread_conns_free) != 0) {
         lock_fail(err, LOCK_E_NOMEM, "cannot create the per-thread connections");
         if (rc->locator->destroy)
             rc->locator->destroy(rc);
@@ -63,12 +63,14 @@ out_free:
 
 void rd_client_destroy(struct rd_client *rc)
 {
-    struct rd_conn *cn;
+    struct rd_thread *t;
 
     if (rc == NULL)
         return;
-    if ((cn = pthread_getspecific(rc->key)) != NULL)
-        rd_thread_conn_close(rc, cn);
+    if ((t = pthread_getspecific(rc->key)) != NULL) {
+        pthread_setspecific(rc->key, NULL);
+        rd_thread_free(t);
+    }
     pthread_key_delete(rc->key);
     if (rc->locator->destroy)
         rc->locator->destroy(rc);

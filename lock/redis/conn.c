@@ -199,11 +199,50 @@ static void tell_state(struct rd_client *rc, int up, const char *why)
         rc->on_state(rc->state_arg, up, why);
 }
 
-struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct lock_error *err)
+/* The calling thread's connections; NULL when it has none and create is 0. */
+static struct rd_thread *thread_of(struct rd_client *rc, int create)
 {
-    struct rd_conn *cn = pthread_getspecific(rc->key);
+    struct rd_thread *t = pthread_getspecific(rc->key);
+
+    if (t == NULL && create && (t = calloc(1, sizeof(*t))) != NULL) {
+        t->rc = rc;
+        pthread_setspecific(rc->key, t);
+    }
+    return t;
+}
+
+int rd_route(struct rd_client *rc, int slot, struct lock_error *err)
+{
+    struct rd_thread *t;
+    int server;
+
+    if (rc->locator->route == NULL)
+        return 0;
+    if (slot == RD_SLOT_NONE && (t = thread_of(rc, 0)) != NULL && t->conn[t->at])
+        return t->at;
+    if ((server = rc->locator->route(rc, slot, err)) < 0)
+        tell_state(rc, 0, err->msg);
+    return server;
+}
+
+void rd_client_moved(struct rd_client *rc, const struct rd_reply *r)
+{
+    if (rc->locator->redirected && r && r->fault == LOCK_E_MOVED)
+        rc->locator->redirected(rc, r, 1);
+}
+
+struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct lock_error *err)
+{
+    struct rd_thread *t = thread_of(rc, 1);
+    struct rd_conn *cn;
     long long now = lock_now_ms();
 
+    if (t == NULL || server < 0 || server >= RD_SERVERS_KNOWN) {
+        lock_fail(err, LOCK_E_NOMEM, "out of memory, or server %d out of range", server);
+        return NULL;
+    }
+    t->at = server;
+    cn = t->conn[server];
     if (cn && !cn->c->err &&
         !(rc->locator->stale && rc->locator->stale(rc, cn)) &&
         ((now - cn->used_ms < IDLE_CHECK_MS && !rc->locator->check_each_use) ||
@@ -214,7 +253,7 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct loc
     if (cn)
         rd_thread_conn_close(rc, cn);
     for (int tries = 0;; tries++) {
-        if ((cn = rc->locator->open(rc, key, err)) == NULL) {
+        if ((cn = rc->locator->open(rc, server, err)) == NULL) {
             /* No connection: nothing of the caller's was sent (a try took nothing). */
             if (err->fault == LOCK_E_CONNECTION || err->fault == LOCK_E_TIMEOUT)
                 err->fault = LOCK_E_CONNECT;
@@ -227,7 +266,8 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct loc
             break;
         rd_conn_close(cn);
     }
-    pthread_setspecific(rc->key, cn);
+    cn->server = server;
+    t->conn[server] = cn;
     atomic_fetch_add(&rc->opens, 1);
     if (atomic_load(&rc->down))
         tell_state(rc, 1, NULL);
@@ -236,8 +276,18 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct loc
 
 void rd_thread_conn_close(struct rd_client *rc, struct rd_conn *cn)
 {
-    pthread_setspecific(rc->key, NULL);
+    struct rd_thread *t = thread_of(rc, 0);
+
+    if (t && cn->server >= 0 && cn->server < RD_SERVERS_KNOWN && t->conn[cn->server] == cn)
+        t->conn[cn->server] = NULL;
     rd_conn_close(cn);
+}
+
+void rd_thread_free(struct rd_thread *t)
+{
+    for (int i = 0; i < RD_SERVERS_KNOWN; i++)
+        rd_conn_close(t->conn[i]);
+    free(t);
 }
 
 int rd_client_cut_stale(struct rd_client *rc)
@@ -254,9 +304,17 @@ int rd_client_cut_stale(struct rd_client *rc)
     return n;
 }
 
+/* The connection the calling thread was last handed, or NULL. */
+static struct rd_conn *thread_current(struct rd_client *rc)
+{
+    struct rd_thread *t = thread_of(rc, 0);
+
+    return t ? t->conn[t->at] : NULL;
+}
+
 void rd_drop(struct rd_client *rc)
 {
-    struct rd_conn *cn = pthread_getspecific(rc->key);
+    struct rd_conn *cn = thread_current(rc);
 
     if (cn) {
         rd_thread_conn_close(rc, cn);
@@ -266,7 +324,7 @@ void rd_drop(struct rd_client *rc)
 
 void rd_conn_failed(struct rd_client *rc, const struct lock_error *why)
 {
-    struct rd_conn *cn = pthread_getspecific(rc->key);
+    struct rd_conn *cn = thread_current(rc);
 
     /* A connection to a master that moved was cut on purpose (rd_client_cut_stale): the
      * locator knows the new one; Redis is not down. */
@@ -287,13 +345,60 @@ void rd_conn_moved(struct rd_client *rc)
 
 /* --- a connection of the caller's own --- */
 
-struct rd_conn *rd_conn_open(struct rd_client *rc, struct lock_error *err)
+int rd_key_server(struct rd_client *rc, const char *key, struct lock_error *err)
 {
-    struct rd_conn *cn = rc->locator->open(rc, NULL, err);
+    if (rc->locator->route == NULL)
+        return 0;
+    return rc->locator->route(rc, key ? (int)rd_key_slot(key, strlen(key)) : RD_SLOT_NONE, err);
+}
 
-    if (cn)
+int rd_conn_server(const struct rd_conn *cn)
+{
+    return cn->server;
+}
+
+struct rd_conn *rd_conn_open(struct rd_client *rc, const char *key, struct lock_error *err)
+{
+    int server = rd_key_server(rc, key, err);
+    struct rd_conn *cn = server >= 0 ? rc->locator->open(rc, server, err) : NULL;
+
+    if (cn) {
+        cn->server = server;
         conn_list(rc, cn);
+    }
     return cn;
+}
+
+int rd_conn_send(struct rd_conn *cn, struct lock_error *err, const char *fmt, ...)
+{
+    va_list ap;
+    int done = 0, st;
+
+    va_start(ap, fmt);
+    st = redisvAppendCommand(cn->c, fmt, ap);
+    va_end(ap);
+    while (st == REDIS_OK && !done)
+        st = redisBufferWrite(cn->c, &done);
+    return st == REDIS_OK ? LOCK_OK : rd_context_error(cn->c, fmt, err);
+}
+
+int rd_conn_poll(struct rd_conn *const *cns, int n, long timeout_ms)
+{
+    struct pollfd p[RD_SERVERS_KNOWN];
+
+    if (n > RD_SERVERS_KNOWN)
+        n = RD_SERVERS_KNOWN;
+    for (int i = 0; i < n; i++) {
+        if (cns[i]->c->reader->pos < cns[i]->c->reader->len)
+            return i;   /* read already, not yet taken */
+        p[i] = (struct pollfd){ .fd = cns[i]->c->fd, .events = POLLIN };
+    }
+    if (poll(p, (nfds_t)n, (int)timeout_ms) <= 0)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (p[i].revents)
+            return i;
+    return -1;
 }
 
 struct rd_reply *rd_conn_call(struct rd_conn *cn, int types, long timeout_ms,

@@ -9,18 +9,30 @@
 
 #include "lock/redis/redis.h"
 
+enum { RD_SCRIPTS_KNOWN = 16, RD_SERVERS_KNOWN = 64 };
+
 /* One connection: a calling thread's (kept in the client's thread key) or a caller's
  * own (rd_conn_open). */
 struct rd_conn {
     redisContext *c;
+    int server;                   /* the locator's number of its server */
     long long used_ms;            /* monotonic: when it was last handed out */
     unsigned generation;          /* the locator's, when it was made (sentinel: the
                                      master's moves seen so far) */
     struct rd_client *listed;     /* in this client's list of connections (else NULL) */
     struct rd_conn *prev, *next;
+    /* Scripts loaded on this connection's server since it was made (SCRIPT LOAD), until
+     * it said NOSCRIPT for one. Only the connection's thread uses it. */
+    const struct rd_script *known[RD_SCRIPTS_KNOWN];
 };
 
-enum { RD_SCRIPTS_KNOWN = 16 };
+/* A calling thread's connections, one per server (a cluster's nodes), in the client's
+ * thread key. */
+struct rd_thread {
+    struct rd_client *rc;
+    int at;                       /* the server of the connection last handed out */
+    struct rd_conn *conn[RD_SERVERS_KNOWN];
+};
 
 struct rd_client {
     const struct rd_locator *locator;
@@ -31,7 +43,7 @@ struct rd_client {
     long connect_timeout_ms, command_timeout_ms;
     void (*on_state)(void *arg, int up, const char *why);
     void *state_arg;
-    pthread_key_t key;            /* the calling thread's struct rd_conn */
+    pthread_key_t key;            /* the calling thread's struct rd_thread */
     atomic_int down;              /* 1 after on_state(0) was called, until a connect works */
     atomic_llong drops;
     atomic_llong opens;           /* connections opened: moves on every reconnect */
@@ -39,13 +51,10 @@ struct rd_client {
      * the stale ones (rd_client_cut_stale); a connection leaves the list as it closes. */
     pthread_mutex_t conns_mu;
     struct rd_conn *conns;
-    /* Scripts this client has loaded (rd_script_load), until Redis says NOSCRIPT for
-     * one: a slot holds a script or NULL, read and changed without a lock. */
-    _Atomic(const struct rd_script *) known[RD_SCRIPTS_KNOWN];
 };
 
-/* locate.c and sentinel.c: the locators. */
-extern const struct rd_locator rd_single_locator, rd_sentinel_locator;
+/* locate.c, sentinel.c and cluster.c: the locators. */
+extern const struct rd_locator rd_single_locator, rd_sentinel_locator, rd_cluster_locator;
 
 
 /* reply.c: the reply reader's functions, making struct rd_reply (error replies typed). */
@@ -66,13 +75,19 @@ int rd_conn_is_master(struct rd_conn *cn);
 /* The server no longer serves as it did (READONLY, LOADING, an error): the locator
  * forgets what it learnt, and the calling thread's connection is dropped. */
 void rd_conn_moved(struct rd_client *rc);
-/* The calling thread's connection for key (made or made again as needed); NULL with err. */
-struct rd_conn *rd_thread_conn(struct rd_client *rc, const char *key, struct lock_error *err);
+/* The calling thread's connection to server (made or made again as needed); NULL with
+ * err. */
+struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct lock_error *err);
+/* The server of slot (RD_SLOT_NONE: the one the calling thread last used, else any), or
+ * -1 with err. */
+int rd_route(struct rd_client *rc, int slot, struct lock_error *err);
 /* After an error that leaves the connection unusable: drops it, counts it, tells on_state,
  * and the locator forgets where the server was. */
 void rd_conn_failed(struct rd_client *rc, const struct lock_error *why);
-/* Closes the calling thread's connection (taking it out of the list first). */
+/* Closes a connection of the calling thread's (taking it out of the lists first). */
 void rd_thread_conn_close(struct rd_client *rc, struct rd_conn *cn);
+/* Closes every connection of a thread's (when it ends, or the client goes). */
+void rd_thread_free(struct rd_thread *t);
 /* The master moved (the locator's stale() says so of the connections made before): every
  * thread's connection to the old one is shut down, so that a command waiting there for
  * an answer that a partition will never let through fails now, not at its timeout, and

@@ -3,9 +3,9 @@
 #include "lock/redis/internal.h"
 
 /* One address. */
-static struct rd_conn *single_open(struct rd_client *rc, const char *key, struct lock_error *err)
+static struct rd_conn *single_open(struct rd_client *rc, int server, struct lock_error *err)
 {
-    (void)key;
+    (void)server;
     return rd_conn_connect(rc, rc->host, rc->port, err);
 }
 

@@ -15,9 +15,12 @@
  * (NOSCRIPT, READONLY, MOVED, ...), a broken or silent connection by what hiredis saw.
  *
  * Where a key's server is: a table of operations (struct rd_locator, as redis's
- * ConnectionType reaches every transport through one table): one address, or Redis
- * Sentinel (ask the sentinels, confirm with ROLE, follow +switch-master). Cluster routing plugs in there,
- * and nowhere else.
+ * ConnectionType reaches every transport through one table): one address, Redis
+ * Sentinel (ask the sentinels, confirm with ROLE, follow +switch-master), or Redis
+ * Cluster (a slot map; MOVED, ASK and TRYAGAIN followed in the round trip). A batch
+ * knows the slot of its keys (each command's, found as it is added): a round trip goes
+ * to that slot's server, and keys of two slots in one round trip are refused before
+ * anything is sent, on one Redis as on a cluster.
  */
 #ifndef LOCK_REDIS_H
 #define LOCK_REDIS_H
@@ -51,6 +54,16 @@ int rd_reply_error(const struct rd_reply *r, struct lock_error *err);
 struct rd_reply *rd_expect(struct rd_reply *r, int types, const char *what,
                            struct lock_error *err);
 
+/* --- slots (Redis Cluster's: every key is in one of 16384) --- */
+
+enum { RD_SLOTS = 16384, RD_SLOT_NONE = -1, RD_SLOT_CROSS = -2 };
+/* CRC16 of the key's hash tag ({...}, when not empty) or of the whole key, mod 16384. */
+unsigned rd_key_slot(const char *key, size_t len);
+/* The slot of a command formatted in RESP (as redisFormatCommand writes it): of its keys,
+ * found by the command's name; RD_SLOT_NONE for a command without keys (WAIT, PING,
+ * SCRIPT ...), RD_SLOT_CROSS when its keys are in two slots. */
+int rd_command_slot(const char *cmd, size_t len);
+
 /* --- servers --- */
 
 #define RD_SERVERS_MAX 9
@@ -74,11 +87,13 @@ struct rd_script {
 /* --- clients --- */
 
 struct rd_client;
-/* Makes sure the client's server has s (SCRIPT LOAD on the calling thread's connection,
- * once per client, and again after Redis said NOSCRIPT for it). For a script that will be
- * sent before another command in one round trip, where NOSCRIPT cannot be mended by
- * sending it again. LOCK_OK, or LOCK_ERROR with err typed. */
-int rd_script_load(struct rd_client *rc, const struct rd_script *s, struct lock_error *err);
+/* Makes sure the server of key (NULL: the one the calling thread last used) has s
+ * (SCRIPT LOAD on the calling thread's connection to it, once per connection, and again
+ * after Redis said NOSCRIPT for it). For a script that will be sent before another
+ * command in one round trip, where NOSCRIPT cannot be mended by sending it again.
+ * LOCK_OK, or LOCK_ERROR with err typed. */
+int rd_script_load(struct rd_client *rc, const struct rd_script *s, const char *key,
+                   struct lock_error *err);
 
 struct rd_client;
 struct rd_locator;
@@ -91,6 +106,8 @@ struct rd_config {
                                    named sentinel_master is, and follow its moves (host
                                    and port are then unused); NULL: none */
     const char *sentinel_master;
+    const char *cluster;        /* "HOST:PORT,...": Redis Cluster, these its seed nodes
+                                   (host and port are then unused); NULL: no cluster */
     const char *sentinel_user;  /* the sentinels' credentials; NULL: none */
     const char *sentinel_password;
     const char *user;           /* ACL user; NULL: the default user */
@@ -111,7 +128,7 @@ struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_erro
 /* Frees the client and the calling thread's connection. Call it once every other thread
  * that used the client has exited (their connections are freed as each exits). */
 void rd_client_destroy(struct rd_client *rc);
-/* The way this client finds its server: "single" or "sentinel". */
+/* The way this client finds its server: "single", "sentinel" or "cluster". */
 const char *rd_client_locator(const struct rd_client *rc);
 /* Connections dropped after an error (the next use connects again), since creation. */
 long long rd_client_drops(const struct rd_client *rc);
@@ -134,9 +151,12 @@ struct rd_batch {
                                             replies typed), NULL when none came */
     int sent;                           /* 1 once handed to a connection: after an error,
                                            what has no reply may have been done */
+    int keyed;                          /* 1 once a command with keys was added: */
+    unsigned slot;                      /* their slot (every key of a batch shares one) */
 };
 /* Appends one command (redisCommand's format: %s, %b, %d ...); LOCK_OK, or LOCK_ERROR
- * with err filled (full, out of memory). */
+ * with err filled (full, out of memory, or a key in another slot than the batch's:
+ * LOCK_E_USAGE, what Redis Cluster would refuse as CROSSSLOT). */
 int rd_batch_add(struct rd_batch *b, struct lock_error *err, const char *fmt, ...);
 int rd_batch_vadd(struct rd_batch *b, struct lock_error *err, const char *fmt, va_list ap);
 /* Appends one command given as argc strings. */
@@ -148,11 +168,16 @@ int rd_batch_add_eval(struct rd_batch *b, const struct rd_script *s, int nkeys, 
 void rd_batch_reset(struct rd_batch *b);
 
 /* Sends before (may be NULL), main and after (may be NULL) in one write, in that order,
- * on the calling thread's connection, and reads every reply into the batches. The one
- * NOSCRIPT path: a script of main that Redis did not have is loaded and sent again, with
- * all of after (which ran before it could see the script's effect); before is never sent
- * twice. LOCK_OK when every reply came (each may be an error reply: look at them), else
- * LOCK_ERROR with err typed (the connection is dropped; replies that came are kept). */
+ * on the calling thread's connection to the server of their slot, and reads every reply
+ * into the batches. The one NOSCRIPT path: a script of main that Redis did not have is
+ * loaded and sent again, with all of after (which ran before it could see the script's
+ * effect); before is never sent twice. On a cluster, commands that were redirected
+ * (MOVED, ASK) or told to wait (TRYAGAIN) are sent again where Redis says, when none
+ * after them ran (else their replies stay as Redis gave them: nothing of theirs ran);
+ * TRYAGAIN for at most RD_TRYAGAIN_MS. LOCK_OK when every reply came (each may be an
+ * error reply: look at them), else LOCK_ERROR with err typed (the connection is dropped;
+ * replies that came are kept). */
+enum { RD_TRYAGAIN_MS = 1000 };
 int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch *main,
                   struct rd_batch *after, struct lock_error *err);
 
@@ -181,9 +206,22 @@ int rd_fanout(struct rd_client *const *rcs, int n, struct rd_batch *b, struct rd
 /* --- a connection of the caller's own (a subscriber's) --- */
 
 struct rd_conn;
-/* A new connection to the client's server (the master, with Sentinel), not shared with
- * any thread's; NULL with err filled. */
-struct rd_conn *rd_conn_open(struct rd_client *rc, struct lock_error *err);
+/* A new connection to the server of key (NULL: the client's server; the master, with
+ * Sentinel; any master of a cluster), not shared with any thread's; NULL with err. */
+struct rd_conn *rd_conn_open(struct rd_client *rc, const char *key, struct lock_error *err);
+/* Sends one command without reading its reply (a subscriber's: it comes as a message). */
+int rd_conn_send(struct rd_conn *cn, struct lock_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Waits up to timeout_ms for any of n connections to have a reply to read: its index,
+ * or -1 when none has. */
+int rd_conn_poll(struct rd_conn *const *cns, int n, long timeout_ms);
+/* The server that serves key now, as a number that names it while the client lives
+ * (0 but on a cluster: a node's), or -1 with err when none does. */
+int rd_key_server(struct rd_client *rc, const char *key, struct lock_error *err);
+/* A reply (a subscriber's) said MOVED: the slot map notes where the slot is now. */
+void rd_client_moved(struct rd_client *rc, const struct rd_reply *r);
+/* The number of the server that cn goes to (rd_key_server's). */
+int rd_conn_server(const struct rd_conn *cn);
 /* Sends one command and reads its reply (rd_call's contract); timeout_ms 0: block. */
 struct rd_reply *rd_conn_call(struct rd_conn *cn, int types, long timeout_ms,
                               struct lock_error *err, const char *fmt, ...)
@@ -201,15 +239,22 @@ void rd_conn_close(struct rd_conn *cn);
 
 /* One way of finding the server that serves a key, as a table of operations (locate.c
  * has "single", sentinel.c "sentinel": ask, confirm with ROLE, follow +switch-master;
- * rd_client_create picks one from rd_config). A locator keeps its own state in the
- * client. Cluster (slot map, MOVED/ASK) is the next table. */
+ * cluster.c "cluster": a slot map, read again on MOVED; rd_client_create picks one from
+ * rd_config). A locator keeps its own state in the client. Servers are numbered (a
+ * cluster's nodes; 0 for the others): a thread keeps a connection per number. */
 struct rd_locator {
     const char *name;
     int (*init)(struct rd_client *rc, const struct rd_config *cfg, struct lock_error *err);
     void (*destroy)(struct rd_client *rc);
-    /* Opens a connection (struct rd_conn) to the server that serves key (NULL: the
-     * deployment's master), authenticated, with the connect timeout; NULL with err. */
-    struct rd_conn *(*open)(struct rd_client *rc, const char *key, struct lock_error *err);
+    /* Optional: the number of the server for slot (RD_SLOT_NONE: any), or -1 with err
+     * when none serves it; without it, every slot is server 0's. */
+    int (*route)(struct rd_client *rc, int slot, struct lock_error *err);
+    /* Opens a connection (struct rd_conn) to server number server, authenticated, with
+     * the connect timeout; NULL with err. */
+    struct rd_conn *(*open)(struct rd_client *rc, int server, struct lock_error *err);
+    /* Optional (cluster): Redis answered "MOVED slot host:port" (or, with moved 0, "ASK
+     * slot host:port"): the number of that server (the slot map notes a MOVED), or -1. */
+    int (*redirected)(struct rd_client *rc, const struct rd_reply *r, int moved);
     /* Optional: the server may have moved (an error, READONLY): forget where it was. */
     void (*forget)(struct rd_client *rc);
     /* Optional: 1 when cn goes to a server that no longer serves (it moved since). */

@@ -173,7 +173,7 @@ static struct rd_conn *confirm(struct rd_client *rc, struct sentinel *s, const s
     return found;
 }
 
-static struct rd_conn *sentinel_open(struct rd_client *rc, const char *key, struct lock_error *err)
+static struct rd_conn *sentinel_open(struct rd_client *rc, int server, struct lock_error *err)
 {
     struct sentinel *s = rc->locator_state;
     struct answers a;
@@ -182,7 +182,7 @@ static struct rd_conn *sentinel_open(struct rd_client *rc, const char *key, stru
     unsigned gen;
     int known;
 
-    (void)key;
+    (void)server;
     /* The generation of this address, read with it: a move heard while we connect makes
      * the connection stale at once (cut, or replaced on its next use). */
     pthread_mutex_lock(&s->mu);
