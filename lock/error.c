@@ -24,6 +24,12 @@ int lock_fault_is_io(enum lock_fault fault)
            fault == LOCK_E_READONLY;
 }
 
+int lock_fault_is_cluster(enum lock_fault fault)
+{
+    return fault == LOCK_E_MOVED || fault == LOCK_E_ASK || fault == LOCK_E_TRYAGAIN ||
+           fault == LOCK_E_CLUSTERDOWN;
+}
+
 static const char *const names[] = {
     [LOCK_E_NONE] = "none",           [LOCK_E_CONNECTION] = "connection",
     [LOCK_E_CONNECT] = "connect",

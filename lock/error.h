@@ -65,6 +65,9 @@ int lock_fail(struct lock_error *err, enum lock_fault fault, const char *fmt, ..
  * connects again, possibly elsewhere. */
 int lock_fault_is_io(enum lock_fault fault);
 
+/* 1 when a cluster could not serve the command now (MOVED or ASK not followed, TRYAGAIN
+ * past the layer's wait, CLUSTERDOWN): nothing of it ran; Redis may serve it soon. */
+int lock_fault_is_cluster(enum lock_fault fault);
 /* "connection", "noscript", ...: the fault's name, for logs and metrics. */
 const char *lock_fault_name(enum lock_fault fault);
 

@@ -16,10 +16,12 @@ static struct sale_job *queue_head, *queue_tail;
 static int stopping, started;
 static pthread_t thread;
 
-/* The jobs of one item in this round, answered by one script. */
+/* The jobs of one item in this round, answered by one script; server: its item's Redis
+ * (a cluster's node: rd_key_server; -1 when none serves it now). */
 struct group {
     struct sale_request *rqs[SALE_BATCH_MAX];
     int n;
+    int server;
 };
 
 /* Sends one script per group in one round trip and sets every sale's outcome. Groups
@@ -28,25 +30,25 @@ struct group {
  * after every script as the round trip's after (sent again behind a script Redis wanted
  * loaded first): it covers the whole round's writes, and a sale it does not confirm
  * answers outcome_unknown. */
-static void run_groups(struct group *groups, int ng)
+static void run_groups(struct group **groups, int ng)
 {
     struct rd_batch b = { 0 }, confirm = { 0 };
     struct lock_error err = { 0 };
     int st = LOCK_OK, wait_at = -1;
 
     for (int g = 0; g < ng && st == LOCK_OK; g++)
-        st = sale_atomic_add(&b, groups[g].rqs, groups[g].n, &err);
+        st = sale_atomic_add(&b, groups[g]->rqs, groups[g]->n, &err);
     if (st == LOCK_OK) {
         wait_at = sale_replicas_add(&confirm);
         st = rd_round_trip(svc_redis, NULL, &b, confirm.n ? &confirm : NULL, &err);
     }
     for (int g = 0; g < ng; g++) {
-        metrics_batch(groups[g].n);
+        metrics_batch(groups[g]->n);
         if (g < b.n && b.reply[g]) {
-            sale_atomic_result(b.reply[g], groups[g].rqs, groups[g].n);
-            sale_replicas_check(&confirm, wait_at, groups[g].rqs, groups[g].n);
+            sale_atomic_result(b.reply[g], groups[g]->rqs, groups[g]->n);
+            sale_replicas_check(&confirm, wait_at, groups[g]->rqs, groups[g]->n);
         } else {
-            sale_set_all(groups[g].rqs, groups[g].n,
+            sale_set_all(groups[g]->rqs, groups[g]->n,
                          b.sent ? SALE_OUTCOME_UNKNOWN
                          : lock_fault_is_io(err.fault) ? SALE_REDIS_DOWN : SALE_ERROR,
                          b.sent || lock_fault_is_io(err.fault) ? NULL : err.msg);
@@ -71,6 +73,31 @@ static struct group *group_for(struct group *groups, int *ng, const struct sale_
     return &groups[(*ng)++];
 }
 
+/* The groups, one round trip per server their items are on (one but on a cluster). */
+static void run_by_server(struct group *groups, int ng)
+{
+    struct group *of[GROUPS_MAX];
+    char key[ITEM_MAX + 16];
+    struct lock_error err;
+    int done[GROUPS_MAX] = { 0 };
+
+    for (int g = 0; g < ng; g++) {
+        snprintf(key, sizeof(key), "stock:{%s}", groups[g].rqs[0]->item);
+        groups[g].server = rd_key_server(svc_redis, key, &err);
+    }
+    for (int g = 0; g < ng; g++) {
+        int n = 0;
+        if (done[g])
+            continue;
+        for (int h = g; h < ng; h++)
+            if (!done[h] && groups[h].server == groups[g].server) {
+                of[n++] = &groups[h];
+                done[h] = 1;
+            }
+        run_groups(of, n);
+    }
+}
+
 /* One round: the queued jobs grouped by item, sold, answered. */
 static void serve(struct sale_job *jobs)
 {
@@ -79,15 +106,17 @@ static void serve(struct sale_job *jobs)
     int ng = 0;
 
     for (struct sale_job *j = jobs; j; j = j->next) {
+        if (j->rq.idem_key && sale_idem_bind(&j->rq) != 0)
+            continue;   /* answered: the key was used for another item, or no Redis */
         if ((g = group_for(groups, &ng, j)) == NULL) {
             /* More items at once than groups: sell these now, the rest after. */
-            run_groups(groups, ng);
+            run_by_server(groups, ng);
             ng = 0;
             g = group_for(groups, &ng, j);
         }
         g->rqs[g->n++] = &j->rq;
     }
-    run_groups(groups, ng);
+    run_by_server(groups, ng);
 }
 
 static void *batch_main(void *arg)

@@ -32,6 +32,11 @@ void sale_set_all(struct sale_request **rqs, int n, enum sale_result res, const 
  * at its first write, so nothing was written; Redis is up but takes no writes now. */
 static const char refused_no_replicas[] =
     "Redis takes no writes now: too few replicas (min-replicas-to-write); nothing was written";
+/* A cluster could not serve the item's slot now (it is moving and stayed so longer than
+ * the layer waits, or the cluster is down): nothing of the command ran. */
+static const char cluster_busy[] =
+    "the cluster cannot serve this item now (its slot is moving, or a failover is under way); "
+    "nothing was written";
 
 void sale_acquire_failed(int st, const struct lock_error *err, struct sale_request **rqs, int n)
 {
@@ -43,6 +48,8 @@ void sale_acquire_failed(int st, const struct lock_error *err, struct sale_reque
         sale_set_all(rqs, n, SALE_LOCK_UNAVAILABLE, NULL);
     } else if (err->fault == LOCK_E_NOREPLICAS) {
         sale_set_all(rqs, n, SALE_REDIS_DOWN, refused_no_replicas);
+    } else if (lock_fault_is_cluster(err->fault)) {
+        sale_set_all(rqs, n, SALE_REDIS_DOWN, cluster_busy);
     } else if (lock_fault_is_io(err->fault) || err->fault == LOCK_E_AUTH) {
         sale_set_all(rqs, n, SALE_REDIS_DOWN, NULL);
     } else {
@@ -83,15 +90,13 @@ static void replay(const struct rd_reply *r, struct sale_request *rq)
 }
 
 /* The errors the sale scripts answer with, by code (service/scripts/sale_*.lua), and what
- * each means for the sales: the message is before, the item, after (the item is the
- * error's word after the code for key_reused, the sale's own otherwise). */
+ * each means for the sales: the message is before, the item, after. */
 static const struct {
     const char *code;
     enum sale_result result;
     const char *before, *after;     /* NULL: no message */
 } script_errors[] = {
     { "lease_lost", SALE_LEASE_LOST, "Redis refused the write: its fencing token is not the newest for ", "" },
-    { "key_reused", SALE_KEY_REUSED, "this Idempotency-Key was first used for item ", "" },
     { "unknown_item", SALE_UNKNOWN_ITEM, "no stock key stock:{", "}; set it with deploy/stock" },
     { "bad_stock", SALE_BAD_STOCK, "stock:{", "} does not hold an integer" },
 };
@@ -108,20 +113,18 @@ int sale_script_answer(const struct rd_reply *r, struct sale_request **rqs, int 
     if (r->type != RD_ERROR)
         return 0;
     rd_reply_error(r, &err);
-    if (err.fault == LOCK_E_NOREPLICAS) {
-        sale_set_all(rqs, n, SALE_REDIS_DOWN, refused_no_replicas);
+    if (err.fault == LOCK_E_NOREPLICAS || lock_fault_is_cluster(err.fault)) {
+        sale_set_all(rqs, n, SALE_REDIS_DOWN,
+                     err.fault == LOCK_E_NOREPLICAS ? refused_no_replicas : cluster_busy);
         return 1;
     }
     for (size_t i = 0; i < sizeof(script_errors) / sizeof(script_errors[0]); i++) {
         if (err.fault != LOCK_E_REPLY || strcmp(err.code, script_errors[i].code) != 0)
             continue;
-        const char *item = script_errors[i].result == SALE_KEY_REUSED && r->len > strlen(err.code)
-                               ? r->str + strlen(err.code) + 1 : rqs[0]->item;
         if (script_errors[i].before)
-            snprintf(msg, sizeof(msg), "%s%.64s%s", script_errors[i].before, item,
+            snprintf(msg, sizeof(msg), "%s%.64s%s", script_errors[i].before, rqs[0]->item,
                      script_errors[i].after);
-        sale_set_all(rqs, script_errors[i].result == SALE_KEY_REUSED ? 1 : n,
-                     script_errors[i].result, script_errors[i].before ? msg : NULL);
+        sale_set_all(rqs, n, script_errors[i].result, script_errors[i].before ? msg : NULL);
         return 1;
     }
     return 0;

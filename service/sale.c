@@ -259,6 +259,8 @@ void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line
     int n = 1;
 
     snprintf(item, sizeof(item), "%s", first->item);
+    if (first->idem_key && sale_idem_bind(first) != 0)
+        goto out_answer;   /* the key was used for another item, or Redis could not say */
     for (int attempt = 0; attempt < 2; attempt++) {
         struct rd_batch read = { 0 };
         struct lock_error err = { 0 };

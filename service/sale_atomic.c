@@ -13,7 +13,7 @@ int sale_atomic_add(struct rd_batch *b, struct sale_request **rqs, int n, struct
     const char *item = rqs[0]->item;
     int keyed = rqs[0]->idem_key != NULL, nkeys, nargs = SALE_ATOMIC_ARG_REQUESTS;
     char stock[96], sold[96], orders[96], count[16], ttl[24];
-    char record[ITEM_MAX + IDEM_KEY_MAX + 16], binding[IDEM_KEY_MAX + 16];
+    char record[ITEM_MAX + IDEM_KEY_MAX + 16];
     const char *argv[SALE_ATOMIC_KEYS + SALE_ATOMIC_ARGS + SALE_BATCH_MAX];
     const char **keys = argv, **args;
 
@@ -29,15 +29,13 @@ int sale_atomic_add(struct rd_batch *b, struct sale_request **rqs, int n, struct
     keys[SALE_ATOMIC_KEY_ORDERS] = orders;
     nkeys = SALE_ATOMIC_KEY_RECORD;
     if (keyed) {
-        sale_idem_keys(rqs[0], &record, &binding);
+        sale_idem_record(rqs[0], &record);
         keys[SALE_ATOMIC_KEY_RECORD] = record;
-        keys[SALE_ATOMIC_KEY_BINDING] = binding;
         nkeys = SALE_ATOMIC_KEYS;
     }
     args = argv + nkeys;
     args[SALE_ATOMIC_ARG_INSTANCE] = svc.name;
     args[SALE_ATOMIC_ARG_COUNT] = count;
-    args[SALE_ATOMIC_ARG_ITEM] = item;
     args[SALE_ATOMIC_ARG_IDEM_TTL] = ttl;
     for (int i = 0; i < n; i++)
         args[nargs++] = rqs[i]->request_id ? rqs[i]->request_id : "";
@@ -72,7 +70,9 @@ void sale_atomic_run(struct sale_request *rq)
     int wait_at = sale_replicas_add(&confirm);
 
     metrics_batch(1);
-    if (sale_atomic_add(&b, &rq, 1, &err) != LOCK_OK) {
+    if (rq->idem_key && sale_idem_bind(rq) != 0) {
+        /* the key was used for another item, or Redis could not say: rq says which */
+    } else if (sale_atomic_add(&b, &rq, 1, &err) != LOCK_OK) {
         sale_set_all(&rq, 1, SALE_ERROR, err.msg);
     } else if (rd_round_trip(svc_redis, NULL, &b, confirm.n ? &confirm : NULL, &err) != LOCK_OK &&
                (wait_at < 0 || b.reply[0] == NULL)) {

@@ -8,17 +8,10 @@
 #include "lua_scripts.h"
 #include "script_args.h"
 
-void sale_idem_keys(const struct sale_request *rq, char (*record)[ITEM_MAX + IDEM_KEY_MAX + 16],
-                    char (*binding)[IDEM_KEY_MAX + 16])
-{
-    snprintf(*record, sizeof(*record), "idem:{%s}:%s", rq->item, rq->idem_key);
-    snprintf(*binding, sizeof(*binding), "idem-item:%s", rq->idem_key);
-}
-
 /* Every key and argument of one write, by name; then the request ids. */
 struct write_call {
     char stock_key[96], sold_key[96], orders_key[96], written_key[96], fence_key[96];
-    char record[ITEM_MAX + IDEM_KEY_MAX + 16], binding[IDEM_KEY_MAX + 16];
+    char record[ITEM_MAX + IDEM_KEY_MAX + 16];
     char stock[32], count[32], token[32], batch[32], idem_ttl[32];
     const char *keys[SALE_WRITE_FENCED_KEYS];
     const char *args[SALE_WRITE_FENCED_ARGS + SALE_BATCH_MAX];
@@ -32,14 +25,12 @@ static void plain_call(struct write_call *w, const struct lock_grant *g, int key
     w->keys[SALE_WRITE_KEY_SOLD] = w->sold_key;
     w->keys[SALE_WRITE_KEY_ORDERS] = w->orders_key;
     w->keys[SALE_WRITE_KEY_RECORD] = w->record;
-    w->keys[SALE_WRITE_KEY_BINDING] = w->binding;
     *nkeys = keyed ? SALE_WRITE_KEYS : SALE_WRITE_KEY_RECORD;
     w->args[SALE_WRITE_ARG_STOCK] = w->stock;
     w->args[SALE_WRITE_ARG_COUNT] = w->count;
     w->args[SALE_WRITE_ARG_INSTANCE] = svc.name;
     w->args[SALE_WRITE_ARG_OWNER] = g->owner;
     w->args[SALE_WRITE_ARG_TOKEN] = w->token;
-    w->args[SALE_WRITE_ARG_ITEM] = g->item;
     w->args[SALE_WRITE_ARG_IDEM_TTL] = w->idem_ttl;
     *nargs = SALE_WRITE_ARG_REQUESTS;
 }
@@ -54,7 +45,6 @@ static void fenced_call(struct write_call *w, const struct lock_grant *g, int ke
     w->keys[SALE_WRITE_FENCED_KEY_WRITTEN] = w->written_key;
     w->keys[SALE_WRITE_FENCED_KEY_FENCE] = w->fence_key;
     w->keys[SALE_WRITE_FENCED_KEY_RECORD] = w->record;
-    w->keys[SALE_WRITE_FENCED_KEY_BINDING] = w->binding;
     *nkeys = keyed ? SALE_WRITE_FENCED_KEYS : SALE_WRITE_FENCED_KEY_RECORD;
     w->args[SALE_WRITE_FENCED_ARG_STOCK] = w->stock;
     w->args[SALE_WRITE_FENCED_ARG_COUNT] = w->count;
@@ -62,7 +52,6 @@ static void fenced_call(struct write_call *w, const struct lock_grant *g, int ke
     w->args[SALE_WRITE_FENCED_ARG_OWNER] = g->owner;
     w->args[SALE_WRITE_FENCED_ARG_TOKEN] = w->token;
     w->args[SALE_WRITE_FENCED_ARG_BATCH] = w->batch;
-    w->args[SALE_WRITE_FENCED_ARG_ITEM] = g->item;
     w->args[SALE_WRITE_FENCED_ARG_IDEM_TTL] = w->idem_ttl;
     *nargs = SALE_WRITE_FENCED_ARG_REQUESTS;
 }
@@ -87,7 +76,7 @@ int sale_write_add(struct rd_batch *b, const struct lock_grant *g, long long sto
     snprintf(w.batch, sizeof(w.batch), "%d", batch);
     snprintf(w.idem_ttl, sizeof(w.idem_ttl), "%ld", keyed ? svc.idem_ttl_ms : 0L);
     if (keyed)
-        sale_idem_keys(rqs[0], &w.record, &w.binding);
+        sale_idem_record(rqs[0], &w.record);
     if (fenced)
         fenced_call(&w, g, keyed, &nkeys, &nargs);
     else

@@ -166,10 +166,14 @@ int sale_write_add(struct rd_batch *b, const struct lock_grant *g, long long sto
  * replayed answer or a reused key), -1 when the write failed (the outcomes say why). */
 long long sale_write_result(const struct rd_reply *r, long long k, struct sale_request **rqs,
                             int n);
-/* An Idempotency-Key's two Redis keys: its first answer, beside the item (idem:{I}:K, the
- * same hash slot), and the item it was first used for (idem-item:K). */
-void sale_idem_keys(const struct sale_request *rq, char (*record)[ITEM_MAX + IDEM_KEY_MAX + 16],
-                    char (*binding)[IDEM_KEY_MAX + 16]);
+
+/* --- idem.c: an Idempotency-Key's records --- */
+/* Its first answer's key, beside the item (idem:{I}:K, the same hash slot). */
+void sale_idem_record(const struct sale_request *rq, char (*record)[ITEM_MAX + IDEM_KEY_MAX + 16]);
+/* Binds rq's key to rq's item (idem-item:K), before the sale: 0 when it is new or already
+ * bound to this item; -1 with rq's outcome set when it was first used for another item
+ * (key_reused) or Redis could not say. */
+int sale_idem_bind(struct sale_request *rq);
 
 /* --- sale_atomic.c: the atomic baseline, the whole sale in one script. --- */
 /* The atomic script's call for the n sales rqs of one item (a sale with an idempotency

@@ -21,10 +21,9 @@ static int batch_append(struct rd_batch *b, char *cmd, int len, const struct rd_
 
     if (len < 0)
         return lock_fail(err, LOCK_E_NOMEM, "cannot format the command");
-    slot = rd_command_slot(cmd, (size_t)len);
-    if (slot == RD_SLOT_CROSS || (slot >= 0 && b->keyed && b->slot != (unsigned)slot)) {
+    if ((slot = rd_command_slot(cmd, (size_t)len)) == RD_SLOT_CROSS) {
         free(cmd);
-        return lock_fail(err, LOCK_E_USAGE, "keys of two slots in one batch (CROSSSLOT on a "
+        return lock_fail(err, LOCK_E_USAGE, "keys of two slots in one command (CROSSSLOT on a "
                          "cluster): give them one hash tag");
     }
     if (b->n >= RD_BATCH_MAX || (grown = realloc(b->buf, b->len + (size_t)len)) == NULL) {
@@ -33,7 +32,7 @@ static int batch_append(struct rd_batch *b, char *cmd, int len, const struct rd_
     }
     memcpy(grown + b->len, cmd, (size_t)len);
     free(cmd);
-    if (slot >= 0) {
+    if (slot >= 0 && !b->keyed) {
         b->keyed = 1;
         b->slot = (unsigned)slot;
     }
@@ -228,19 +227,14 @@ static int demoted(const struct rd_batch *b)
 /* A round trip's batches in the order they are sent: before, main, after. */
 enum { TRIP_BATCHES = 3 };
 
-/* The slot of the trip's keys: RD_SLOT_NONE when none has keys, RD_SLOT_CROSS when two
- * batches' differ. */
+/* The slot of the trip's first command with keys (RD_SLOT_NONE: none has any): the trip
+ * goes to its server. (A command for another node is answered MOVED.) */
 static int trip_slot(struct rd_batch *const b[TRIP_BATCHES])
 {
-    int slot = RD_SLOT_NONE;
-
     for (int k = 0; k < TRIP_BATCHES; k++)
-        if (b[k] && b[k]->keyed) {
-            if (slot != RD_SLOT_NONE && (unsigned)slot != b[k]->slot)
-                return RD_SLOT_CROSS;
-            slot = (int)b[k]->slot;
-        }
-    return slot;
+        if (b[k] && b[k]->keyed)
+            return (int)b[k]->slot;
+    return RD_SLOT_NONE;
 }
 
 static int is_redirect(const struct rd_reply *r)
@@ -280,32 +274,51 @@ static int cluster_down(struct rd_batch *const b[TRIP_BATCHES])
     return 0;
 }
 
+/* One command of a trip: command i of batch b. */
+struct cmd_ref {
+    struct rd_batch *b;
+    int i;
+};
+
+/* The trip's commands from batch k0, command i0 on, in the order they are sent, into
+ * out: how many. */
+static int tail_of(struct rd_batch *const b[TRIP_BATCHES], int k0, int i0, struct cmd_ref *out)
+{
+    int n = 0;
+
+    for (int k = k0; k < TRIP_BATCHES; k++)
+        for (int i = k == k0 ? i0 : 0; b[k] && i < b[k]->n; i++)
+            out[n++] = (struct cmd_ref){ b[k], i };
+    return n;
+}
+
 /* Sends the trip's commands from batch k0, command i0 on to cn, each after ASKING when
  * asking (ASK: the slot is being imported there; ASKING lets one command in), its scripts
  * loaded there first (a node that never saw them); reads their replies in place. */
 static int send_tail(struct rd_conn *cn, struct rd_batch *const b[TRIP_BATCHES], int k0, int i0,
                      int asking, struct lock_error *err)
 {
-    for (int k = k0; k < TRIP_BATCHES; k++)
-        for (int i = k == k0 ? i0 : 0; b[k] && i < b[k]->n; i++)
-            if (b[k]->script[i] && !is_known(cn, b[k]->script[i]) &&
-                script_load(cn, b[k]->script[i], err) != LOCK_OK)
-                return LOCK_ERROR;
-    for (int k = k0; k < TRIP_BATCHES; k++)
-        for (int i = k == k0 ? i0 : 0; b[k] && i < b[k]->n; i++) {
-            if (asking)
-                redisAppendCommand(cn->c, "ASKING");
-            send_range(cn->c, b[k], i, i + 1);
-        }
-    for (int k = k0; k < TRIP_BATCHES; k++)
-        for (int i = k == k0 ? i0 : 0; b[k] && i < b[k]->n; i++) {
-            void *ok = NULL;
-            if (asking && redisGetReply(cn->c, &ok) != REDIS_OK)
-                return rd_context_error(cn->c, "ASKING", err);
-            rd_reply_free(ok);
-            if (read_range(cn->c, b[k], i, i + 1, err) != LOCK_OK)
-                return LOCK_ERROR;
-        }
+    struct cmd_ref tail[TRIP_BATCHES * RD_BATCH_MAX];
+    int n = tail_of(b, k0, i0, tail);
+
+    for (int t = 0; t < n; t++) {
+        const struct rd_script *s = tail[t].b->script[tail[t].i];
+        if (s && !is_known(cn, s) && script_load(cn, s, err) != LOCK_OK)
+            return LOCK_ERROR;
+    }
+    for (int t = 0; t < n; t++) {
+        if (asking)
+            redisAppendCommand(cn->c, "ASKING");
+        send_range(cn->c, tail[t].b, tail[t].i, tail[t].i + 1);
+    }
+    for (int t = 0; t < n; t++) {
+        void *ok = NULL;
+        if (asking && redisGetReply(cn->c, &ok) != REDIS_OK)
+            return rd_context_error(cn->c, "ASKING", err);
+        rd_reply_free(ok);
+        if (read_range(cn->c, tail[t].b, tail[t].i, tail[t].i + 1, err) != LOCK_OK)
+            return LOCK_ERROR;
+    }
     return LOCK_OK;
 }
 
@@ -354,9 +367,6 @@ int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch
     struct rd_conn *cn;
     int st;
 
-    if (slot == RD_SLOT_CROSS)
-        return lock_fail(err, LOCK_E_USAGE, "keys of two slots in one round trip (CROSSSLOT "
-                         "on a cluster): give them one hash tag");
     if ((server = rd_route(rc, slot, err)) < 0 || (cn = rd_thread_conn(rc, server, err)) == NULL)
         return LOCK_ERROR;
     send_range(cn->c, before, 0, before ? before->n : 0);

@@ -199,6 +199,15 @@ static void tell_state(struct rd_client *rc, int up, const char *why)
         rc->on_state(rc->state_arg, up, why);
 }
 
+/* 1 when cn can be handed out as it is: not broken, not to a master that moved, not
+ * closed by the server (asked of one idle IDLE_CHECK_MS, or each time with Sentinel). */
+static int usable(struct rd_client *rc, const struct rd_conn *cn, long long now)
+{
+    return !cn->c->err && !(rc->locator->stale && rc->locator->stale(rc, cn)) &&
+           ((now - cn->used_ms < IDLE_CHECK_MS && !rc->locator->check_each_use) ||
+            !closed_by_server(cn->c));
+}
+
 /* The calling thread's connections; NULL when it has none and create is 0. */
 static struct rd_thread *thread_of(struct rd_client *rc, int create)
 {
@@ -242,11 +251,7 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct lock_err
         return NULL;
     }
     t->at = server;
-    cn = t->conn[server];
-    if (cn && !cn->c->err &&
-        !(rc->locator->stale && rc->locator->stale(rc, cn)) &&
-        ((now - cn->used_ms < IDLE_CHECK_MS && !rc->locator->check_each_use) ||
-         !closed_by_server(cn->c))) {
+    if ((cn = t->conn[server]) != NULL && usable(rc, cn, now)) {
         cn->used_ms = now;
         return cn;
     }

@@ -17,10 +17,11 @@
  * Where a key's server is: a table of operations (struct rd_locator, as redis's
  * ConnectionType reaches every transport through one table): one address, Redis
  * Sentinel (ask the sentinels, confirm with ROLE, follow +switch-master), or Redis
- * Cluster (a slot map; MOVED, ASK and TRYAGAIN followed in the round trip). A batch
- * knows the slot of its keys (each command's, found as it is added): a round trip goes
- * to that slot's server, and keys of two slots in one round trip are refused before
- * anything is sent, on one Redis as on a cluster.
+ * Cluster (a slot map; MOVED, ASK and TRYAGAIN followed in the round trip). Each
+ * command's keys are found as it is added to a batch: keys of two slots in one command
+ * are refused before anything is sent, on one Redis as on a cluster, and a round trip
+ * goes to the server of its first command with keys (on a cluster, the caller sends
+ * what goes to other nodes in round trips of their own: rd_key_server).
  */
 #ifndef LOCK_REDIS_H
 #define LOCK_REDIS_H
@@ -152,10 +153,10 @@ struct rd_batch {
     int sent;                           /* 1 once handed to a connection: after an error,
                                            what has no reply may have been done */
     int keyed;                          /* 1 once a command with keys was added: */
-    unsigned slot;                      /* their slot (every key of a batch shares one) */
+    unsigned slot;                      /* the slot of the first such command's keys */
 };
 /* Appends one command (redisCommand's format: %s, %b, %d ...); LOCK_OK, or LOCK_ERROR
- * with err filled (full, out of memory, or a key in another slot than the batch's:
+ * with err filled (full, out of memory, or keys of two slots in the command:
  * LOCK_E_USAGE, what Redis Cluster would refuse as CROSSSLOT). */
 int rd_batch_add(struct rd_batch *b, struct lock_error *err, const char *fmt, ...);
 int rd_batch_vadd(struct rd_batch *b, struct lock_error *err, const char *fmt, va_list ap);

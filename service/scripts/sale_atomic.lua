@@ -1,16 +1,16 @@
 -- sale_atomic.lua - the whole sale in one script: no lock, nothing can run in between.
 -- Sells min(n, stock) of n sales wanted. Returns {sold, stock left}; with a key seen
 -- before, its first answer (a string, "STATUS REMAINING TOKEN INSTANCE REQUEST": nothing
--- sold again); errors unknown_item, bad_stock, key_reused ITEM (an error's first word is
--- its code: the service reads only that).
+-- sold again); errors unknown_item, bad_stock (an error's first word is its code: the
+-- service reads only that).
 -- KEYS and ARGV by name (the C side reads these two lines too, build/script_args.h); a
--- sale with an idempotency key (then one sale) passes the last two keys.
-local KEY = {stock = 1, sold = 2, orders = 3, record = 4, binding = 5}
-local ARG = {instance = 1, count = 2, item = 3, idem_ttl = 4, requests = 5}
+-- sale with an idempotency key (then one sale) passes the last key.
+local KEY = {stock = 1, sold = 2, orders = 3, record = 4}
+local ARG = {instance = 1, count = 2, idem_ttl = 3, requests = 4}
 -- include: idempotency.lua
-local keyed = #KEYS == KEY.binding
+local keyed = #KEYS == KEY.record
 if keyed then
-    local early = idem_seen(KEYS[KEY.record], KEYS[KEY.binding], ARGV[ARG.item])
+    local early = idem_seen(KEYS[KEY.record])
     if early then
         return early
     end
@@ -34,7 +34,7 @@ for i = 1, k do
 end
 if keyed then
     local answer = k > 0 and ('200 ' .. (n - 1)) or '409 0'
-    idem_keep(KEYS[KEY.record], KEYS[KEY.binding], ARGV[ARG.item], ARGV[ARG.idem_ttl],
+    idem_keep(KEYS[KEY.record], ARGV[ARG.idem_ttl],
               answer .. ' 0 ' .. ARGV[ARG.instance] .. ' ' .. ARGV[ARG.requests])
 end
 return {k, n - k}
