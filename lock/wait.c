@@ -12,6 +12,11 @@
  *         the count moves: a release between its try and its sleep still wakes it. It
  *         never sleeps past the holder's remaining lease (a lost message costs at most
  *         that), and while the subscriber is disconnected it polls.
+ *         On Redis Cluster the channels are sharded (SPUBLISH; one SSUBSCRIBE per key
+ *         waited on, on the node of its slot, made by the subscriber thread within
+ *         SHARD_POLL_MS of the first wait; until Redis confirms it, that key's waiters
+ *         poll). A slot that moves ends its channels' subscriptions (Redis says
+ *         sunsubscribe): they are made again on the slot's new node.
  *         Between processes: a refused waiter says so (PUBLISH lock:{I} "wanted <id>");
  *         a holder may ask lock_grant_is_wanted() and give the lock up early, and then
  *         its process's next try waits for the other's release (at most retry_ms), so
@@ -44,6 +49,10 @@ struct key_queue {
     unsigned long wanted_at_grant;/* wanted when the holder's grant was made */
     long long yield_until;        /* monotonic: we gave the lock up to another process
                                      that asked; our next try waits for its release */
+    /* Cluster: the subscription to this key's sharded channel (the subscriber thread's) */
+    atomic_int subscribed;        /* 1 once Redis confirmed it, until it ends */
+    int asked;                    /* SSUBSCRIBE sent, not yet answered (subscriber's) */
+    int server;                   /* the node it was sent to (subscriber's) */
     struct key_queue *next;
 };
 
@@ -56,9 +65,12 @@ struct notify {
     struct rd_conn *sub;          /* the subscriber's connection, while connected */
     atomic_int connected;
     atomic_int stopping;
+    int sharded;                  /* Redis Cluster: SPUBLISH, SSUBSCRIBE per key */
 };
 
 enum { QUEUES_MAX = 4096 };
+/* Cluster: how often the subscriber looks for keys to subscribe to. */
+enum { SHARD_POLL_MS = 20 };
 /* The subscriber's liveness check: silent this long, it PINGs; silent as long again, the
  * connection is taken as dead (a partition sends no reset) and made anew. */
 enum { SUB_IDLE_MS = 1000 };
@@ -96,6 +108,13 @@ static struct key_queue *queue_for(struct notify *n, const char *key, size_t len
 out_unlock:
     pthread_mutex_unlock(&n->table_mu);
     return q;
+}
+
+/* 1 when a release of q's key will be heard: the subscription is up (for this key's
+ * channel, on a cluster). */
+static int listened(struct notify *n, struct key_queue *q)
+{
+    return n->sharded ? atomic_load(&q->subscribed) : atomic_load(&n->connected);
 }
 
 /* Counts a message for q and wakes its first waiter. */
@@ -191,6 +210,128 @@ static void *subscriber_main(void *arg)
     return NULL;
 }
 
+/* --- Redis Cluster: sharded channels, one subscription per key on its slot's node --- */
+
+/* The subscriber's connection to one node. */
+struct shard {
+    int server;
+    struct rd_conn *cn;
+};
+
+/* The connection to the node serving key, opened (and added to shards) when new; NULL
+ * when it cannot be reached now. */
+static struct rd_conn *shard_for(struct notify *n, struct shard *shards, int *ns, int server,
+                                 const char *key)
+{
+    struct lock_error err;
+
+    for (int i = 0; i < *ns; i++)
+        if (shards[i].server == server)
+            return shards[i].cn;
+    if (*ns == RD_SERVERS_MAX ||
+        (shards[*ns].cn = rd_conn_open(n->lc->redis, key, &err)) == NULL)
+        return NULL;
+    shards[*ns].server = rd_conn_server(shards[*ns].cn);
+    return shards[(*ns)++].cn;
+}
+
+/* Sends SSUBSCRIBE for every key waited on that has no subscription (nor one asked for),
+ * on its slot's node. */
+static void subscribe_new(struct notify *n, struct shard *shards, int *ns)
+{
+    struct lock_error err;
+
+    pthread_mutex_lock(&n->table_mu);
+    for (struct key_queue *q = n->queues; q; q = q->next) {
+        struct rd_conn *cn;
+        int server;
+        if (q->asked || atomic_load(&q->subscribed) ||
+            (server = rd_key_server(n->lc->redis, q->key, &err)) < 0 ||
+            (cn = shard_for(n, shards, ns, server, q->key)) == NULL ||
+            rd_conn_send(cn, &err, "SSUBSCRIBE %s", q->key) != LOCK_OK)
+            continue;
+        q->asked = 1;
+        q->server = rd_conn_server(cn);
+    }
+    pthread_mutex_unlock(&n->table_mu);
+}
+
+/* Every key subscribed or asked for on server (all when server is -1) loses it: asked
+ * again on the next round (on the slot's node then), its waiters poll meanwhile. */
+static void unsubscribed(struct notify *n, int server, const struct rd_reply *channel)
+{
+    pthread_mutex_lock(&n->table_mu);
+    for (struct key_queue *q = n->queues; q; q = q->next)
+        if ((server < 0 || q->server == server) &&
+            (channel == NULL || strcmp(q->key, channel->str) == 0)) {
+            q->asked = 0;
+            atomic_store(&q->subscribed, 0);
+            queue_bump(q);
+        }
+    pthread_mutex_unlock(&n->table_mu);
+}
+
+/* One reply on a node's subscription: a message, a confirmation, an end (the slot moved),
+ * or an error (MOVED: the map notes it; the keys asked there are asked again). */
+static void shard_reply(struct notify *n, int server, const struct rd_reply *r)
+{
+    struct key_queue *q;
+
+    if (r->type == RD_ERROR) {
+        rd_client_moved(n->lc->redis, r);
+        unsubscribed(n, server, NULL);
+        lock_sleep_ms(SHARD_POLL_MS);
+        return;
+    }
+    if (r->type != RD_ARRAY || r->elements < 3 || r->element[0]->type != RD_STRING ||
+        r->element[1]->type != RD_STRING)
+        return;
+    if (strcmp(r->element[0]->str, "smessage") == 0 && r->element[2]->type == RD_STRING) {
+        heard(n, r->element[1], r->element[2]->str);
+    } else if (strcmp(r->element[0]->str, "ssubscribe") == 0 &&
+               (q = queue_for(n, r->element[1]->str, r->element[1]->len, 0)) != NULL) {
+        atomic_store(&q->subscribed, 1);
+        queue_bump(q);   /* a release before it was confirmed was not heard */
+    } else if (strcmp(r->element[0]->str, "sunsubscribe") == 0) {
+        unsubscribed(n, server, r->element[1]);
+    }
+}
+
+/* The subscriber on a cluster: SSUBSCRIBE per key waited on, on the node of its slot;
+ * the replies of every node's connection read as they come. */
+static void *sharded_main(void *arg)
+{
+    struct notify *n = arg;
+    struct shard shards[RD_SERVERS_MAX];
+    struct rd_conn *cns[RD_SERVERS_MAX];
+    int ns = 0;
+
+    atomic_store(&n->connected, 1);
+    while (!atomic_load(&n->stopping)) {
+        struct rd_reply *r;
+        int i;
+        subscribe_new(n, shards, &ns);
+        for (i = 0; i < ns; i++)
+            cns[i] = shards[i].cn;
+        if ((i = rd_conn_poll(cns, ns, SHARD_POLL_MS)) < 0) {
+            if (ns == 0)
+                lock_sleep_ms(SHARD_POLL_MS);
+            continue;
+        }
+        if ((r = rd_conn_read(shards[i].cn, SUB_IDLE_MS)) != NULL) {
+            shard_reply(n, shards[i].server, r);
+            rd_reply_free(r);
+            continue;
+        }
+        unsubscribed(n, shards[i].server, NULL);   /* the node died or closed it */
+        rd_conn_close(shards[i].cn);
+        shards[i] = shards[--ns];
+    }
+    while (ns > 0)
+        rd_conn_close(shards[--ns].cn);
+    return NULL;
+}
+
 int lock_wait_init(struct lock_client *lc, struct lock_error *err)
 {
     struct notify *n;
@@ -200,8 +341,9 @@ int lock_wait_init(struct lock_client *lc, struct lock_error *err)
     if ((n = calloc(1, sizeof(*n))) == NULL)
         return lock_fail(err, LOCK_E_NOMEM, "out of memory");
     n->lc = lc;
+    n->sharded = strcmp(rd_client_locator(lc->redis), "cluster") == 0;
     pthread_mutex_init(&n->table_mu, NULL);
-    if (pthread_create(&n->thread, NULL, subscriber_main, n) != 0) {
+    if (pthread_create(&n->thread, NULL, n->sharded ? sharded_main : subscriber_main, n) != 0) {
         pthread_mutex_destroy(&n->table_mu);
         free(n);
         return lock_fail(err, LOCK_E_NOMEM, "cannot start the subscriber thread");
@@ -340,6 +482,14 @@ static int poll_acquire(struct lock_client *lc, struct lock_grant *g, long wait_
     }
 }
 
+/* The command that publishes on a lock's channel: sharded on a cluster. */
+static const char *publish(const struct lock_client *lc)
+{
+    const struct notify *n = lc->wait_state;
+
+    return n && n->sharded ? "SPUBLISH" : "PUBLISH";
+}
+
 /* "<what> <instance id>", a message on a lock's channel, into buf; returns buf. */
 static const char *message(const struct lock_client *lc, const char *what,
                            char (*buf)[LOCK_OWNER_MAX])
@@ -354,8 +504,8 @@ static void ask_holder(struct lock_client *lc, const struct lock_grant *g)
     struct lock_error ignored;
     char msg[LOCK_OWNER_MAX];
 
-    rd_reply_free(lock_command(lc, NULL, RD_T(RD_INTEGER), &ignored, "PUBLISH %s %s", g->key,
-                               message(lc, "wanted", &msg)));
+    rd_reply_free(lock_command(lc, NULL, RD_T(RD_INTEGER), &ignored, "%s %s %s", publish(lc),
+                               g->key, message(lc, "wanted", &msg)));
 }
 
 /* The first waiter's loop: try; refused, sleep until a message for the key, the
@@ -385,8 +535,8 @@ static int notify_try_loop(struct lock_client *lc, struct notify *n, struct key_
         now = lock_now_ms();
         if (st != LOCK_TIMEOUT || now >= deadline)
             return st;
-        /* Connected, a message will come; else poll. Never past the holder's lease. */
-        until = now + (atomic_load(&n->connected) ? lc->cfg.ttl_ms : lc->cfg.retry_ms);
+        /* Subscribed, a message will come; else poll. Never past the holder's lease. */
+        until = now + (listened(n, q) ? lc->cfg.ttl_ms : lc->cfg.retry_ms);
         if (g->retry_in_ms > 0 && now + g->retry_in_ms < until)
             until = now + g->retry_in_ms;
         if (until > deadline)
@@ -473,7 +623,8 @@ void lock_wait_releasing(struct lock_client *lc, const struct lock_grant *g,
     struct lock_error ignored;   /* without the notice, waiters wake at the lease's end */
 
     if (lc->cfg.wait == LOCK_WAIT_NOTIFY)
-        rd_batch_add(notice, &ignored, "PUBLISH %s %s", g->key, message(lc, "released", &msg));
+        rd_batch_add(notice, &ignored, "%s %s %s", publish(lc), g->key,
+                     message(lc, "released", &msg));
 }
 
 /* The holder's queue, locked; NULL (nothing locked) when g is not held through one. */
