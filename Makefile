@@ -42,7 +42,7 @@ HEADERS     := $(wildcard lock/*.h lock/redis/*.h service/*.h loadtest/*.h tests
                build/lua_scripts.h build/script_args.h
 
 .PHONY: all test demo bench fuzz model deps install clean
-all: build/inventory-service build/test_lock build/test_redis $(if $(wildcard loadtest/report.c),build/evolution-report) \
+all: build/inventory-service build/test_lock build/test_redis build/test_cluster $(if $(wildcard loadtest/report.c),build/evolution-report) \
      $(if $(wildcard loadtest/load.c),build/sale-load) \
      $(if $(wildcard loadtest/clockstep.c),build/clockstep.so)
 
@@ -70,6 +70,9 @@ build/test_lock: build/tests/test_lock.o $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 build/test_redis: build/tests/test_redis.o $(LOCK_OBJ)
+	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
+
+build/test_cluster: build/tests/test_cluster.o $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 # The fuzz target: service/parse.c under libFuzzer, ASan and UBSan (clang only).
