@@ -342,10 +342,14 @@ static int follow_redirects(struct rd_client *rc, struct rd_batch *const b[TRIP_
         int asking = r->fault == LOCK_E_ASK, server;
         struct rd_conn *cn;
 
+        atomic_fetch_add(r->fault == LOCK_E_MOVED ? &rc->moved
+                         : asking                 ? &rc->ask
+                                                  : &rc->tryagain, 1);
         if (r->fault == LOCK_E_TRYAGAIN) {
             if (lock_now_ms() + pause > deadline)
                 break;
             lock_sleep_ms(pause);
+            atomic_fetch_add(&rc->tryagain_wait_ms, pause);
             pause = pause * 2 > 100 ? 100 : pause * 2;
             server = rd_route(rc, slot, err);
         } else {

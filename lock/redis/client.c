@@ -91,3 +91,12 @@ long long rd_client_drops(const struct rd_client *rc)
 {
     return atomic_load(&rc->drops);
 }
+
+void rd_client_redirects(const struct rd_client *rc, struct rd_redirects *out)
+{
+    out->moved = atomic_load(&rc->moved);
+    out->ask = atomic_load(&rc->ask);
+    out->tryagain = atomic_load(&rc->tryagain);
+    out->tryagain_wait_ms = atomic_load(&rc->tryagain_wait_ms);
+    out->map_reads = atomic_load(&rc->map_reads);
+}

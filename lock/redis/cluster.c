@@ -123,6 +123,7 @@ static int read_map(struct rd_client *rc, struct cluster *c, struct lock_error *
             map[s] = -1;
         st = ask_map(rc, c, at, map, err);
     }
+    atomic_fetch_add(&rc->map_reads, 1);
     if (st == LOCK_OK) {
         for (int s = 0; s < RD_SLOTS; s++)
             atomic_store_explicit(&c->slot[s], map[s], memory_order_relaxed);

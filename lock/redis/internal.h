@@ -51,6 +51,8 @@ struct rd_client {
      * the stale ones (rd_client_cut_stale); a connection leaves the list as it closes. */
     pthread_mutex_t conns_mu;
     struct rd_conn *conns;
+    /* A cluster's redirects (rd_client_redirects). */
+    atomic_llong moved, ask, tryagain, tryagain_wait_ms, map_reads;
 };
 
 /* locate.c, sentinel.c and cluster.c: the locators. */

@@ -136,6 +136,13 @@ long long rd_client_drops(const struct rd_client *rc);
 /* Connections opened, since creation: it moves whenever a thread connects again (after
  * an error, a failover, a restart of the server). */
 long long rd_client_opens(const struct rd_client *rc);
+/* What a cluster said since the client was made: replies that sent a command elsewhere
+ * (MOVED, ASK) or asked it to wait (TRYAGAIN), the time spent waiting those out, and
+ * how many times the slot map was read. */
+struct rd_redirects {
+    long long moved, ask, tryagain, tryagain_wait_ms, map_reads;
+};
+void rd_client_redirects(const struct rd_client *rc, struct rd_redirects *out);
 /* Forgets the calling thread's connection (after an error the layer did not see). */
 void rd_drop(struct rd_client *rc);
 
