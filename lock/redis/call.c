@@ -264,14 +264,14 @@ static int redirected_tail(struct rd_batch *const b[TRIP_BATCHES], int *k, int *
     return found;
 }
 
-/* 1 when a reply of the trip says the cluster cannot serve now. */
-static int cluster_down(struct rd_batch *const b[TRIP_BATCHES])
+/* A reply of the trip that says the cluster cannot serve now, or NULL. */
+static const struct rd_reply *cluster_down(struct rd_batch *const b[TRIP_BATCHES])
 {
     for (int k = 0; k < TRIP_BATCHES; k++)
         for (int i = 0; b[k] && i < b[k]->n; i++)
             if (b[k]->reply[i] && b[k]->reply[i]->fault == LOCK_E_CLUSTERDOWN)
-                return 1;
-    return 0;
+                return b[k]->reply[i];
+    return NULL;
 }
 
 /* One command of a trip: command i of batch b. */
@@ -332,16 +332,22 @@ static int follow_redirects(struct rd_client *rc, struct rd_batch *const b[TRIP_
                             struct lock_error *err)
 {
     long long deadline = lock_now_ms() + RD_TRYAGAIN_MS;
+    const struct rd_reply *r;
     long pause = 5;
     int k = 0, i = 0;
 
-    if (cluster_down(b) && rc->locator->forget)
+    if ((r = cluster_down(b)) != NULL) {
+        rd_tell_state(rc, 0, r->str);
         rc->locator->forget(rc);      /* a failover under way: read the map again soon */
+    } else if (atomic_load(&rc->down)) {
+        rd_tell_state(rc, 1, NULL);
+    }
     for (int hops = 0; hops < 32 && redirected_tail(b, &k, &i); hops++) {
-        const struct rd_reply *r = b[k]->reply[i];
-        int asking = r->fault == LOCK_E_ASK, server;
+        int asking, server;
         struct rd_conn *cn;
 
+        r = b[k]->reply[i];
+        asking = r->fault == LOCK_E_ASK;
         atomic_fetch_add(r->fault == LOCK_E_MOVED ? &rc->moved
                          : asking                 ? &rc->ask
                                                   : &rc->tryagain, 1);

@@ -132,8 +132,8 @@ static int read_map(struct rd_client *rc, struct cluster *c, struct lock_error *
     } else {
         char why[sizeof(err->msg)];
         memcpy(why, err->msg, sizeof(why));
-        lock_fail(err, err->fault == LOCK_E_USAGE ? LOCK_E_USAGE : LOCK_E_CONNECT,
-                  "no node of the cluster gave its slot map (%d asked): %.80s", tried, why);
+        lock_fail(err, LOCK_E_CONNECT, "no node of the cluster gave its slot map (%d asked): "
+                  "%.80s", tried, why);
     }
     atomic_store(&c->read_ms, lock_now_ms());
     free(map);

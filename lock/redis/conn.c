@@ -193,7 +193,7 @@ static int closed_by_server(const redisContext *c)
            recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
-static void tell_state(struct rd_client *rc, int up, const char *why)
+void rd_tell_state(struct rd_client *rc, int up, const char *why)
 {
     if (rc->on_state && atomic_exchange(&rc->down, !up) == up)
         rc->on_state(rc->state_arg, up, why);
@@ -230,7 +230,7 @@ int rd_route(struct rd_client *rc, int slot, struct lock_error *err)
     if (slot == RD_SLOT_NONE && (t = thread_of(rc, 0)) != NULL && t->conn[t->at])
         return t->at;
     if ((server = rc->locator->route(rc, slot, err)) < 0)
-        tell_state(rc, 0, err->msg);
+        rd_tell_state(rc, 0, err->msg);
     return server;
 }
 
@@ -262,7 +262,7 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct lock_err
             /* No connection: nothing of the caller's was sent (a try took nothing). */
             if (err->fault == LOCK_E_CONNECTION || err->fault == LOCK_E_TIMEOUT)
                 err->fault = LOCK_E_CONNECT;
-            tell_state(rc, 0, err->msg);
+            rd_tell_state(rc, 0, err->msg);
             return NULL;
         }
         conn_list(rc, cn);
@@ -275,7 +275,7 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct lock_err
     t->conn[server] = cn;
     atomic_fetch_add(&rc->opens, 1);
     if (atomic_load(&rc->down))
-        tell_state(rc, 1, NULL);
+        rd_tell_state(rc, 1, NULL);
     return cn;
 }
 
@@ -337,7 +337,7 @@ void rd_conn_failed(struct rd_client *rc, const struct lock_error *why)
         rd_drop(rc);
         return;
     }
-    tell_state(rc, 0, why->msg);
+    rd_tell_state(rc, 0, why->msg);
     rd_conn_moved(rc);
 }
 

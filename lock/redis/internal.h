@@ -83,6 +83,9 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct lock_err
 /* The server of slot (RD_SLOT_NONE: the one the calling thread last used, else any), or
  * -1 with err. */
 int rd_route(struct rd_client *rc, int slot, struct lock_error *err);
+/* Tells the client's on_state that the deployment stopped (up 0, why) or started (up 1)
+ * answering, once per change. */
+void rd_tell_state(struct rd_client *rc, int up, const char *why);
 /* After an error that leaves the connection unusable: drops it, counts it, tells on_state,
  * and the locator forgets where the server was. */
 void rd_conn_failed(struct rd_client *rc, const struct lock_error *why);

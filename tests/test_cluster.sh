@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# test_cluster.sh - Redis Cluster (issue 21), against a real 3-master cluster with
+# replicas: the Redis layer's routing (build/test_cluster: slots, MOVED, ASK, TRYAGAIN,
+# bad seeds); the service on --redis-cluster: items on every master sold, every lock
+# version's scripts keep their keys in one slot (each script as Redis ran it, by MONITOR,
+# against CLUSTER KEYSLOT), notify on sharded channels, an Idempotency-Key across two
+# slots, a cluster that cannot serve (503 with Retry-After, a log line, then sales again),
+# bad seeds; and a short reshard under load: the hot item's slot and 300 others move to
+# another master and back, every answer 200, 409 or 503, every item's counts right and
+# the history possible.
+set -u
+cd "$(dirname "$0")/.."
+source tests/lib.sh
+trap t_cleanup EXIT
+
+BIN=${SERVICE_BIN:-build/inventory-service}
+S=1000000   # stock per item
+
+# --- flags ------------------------------------------------------------------------------
+"$BIN" --redis-cluster 127.0.0.1:1 --redis 127.0.0.1:2 > "$T_TMP/bad" 2>&1; rc=$?
+check_eq "--redis-cluster with --redis: bad usage" 2 "$rc"
+"$BIN" --redis-cluster nocolon > "$T_TMP/bad" 2>&1; rc=$?
+check_eq "--redis-cluster without HOST:PORT: bad usage" 2 "$rc"
+check "--help explains --redis-cluster" sh -c "$BIN --help | grep -q -- --redis-cluster"
+
+start_cluster 3 || { echo "0 passed, 1 failed"; exit 1; }
+set -- $CLUSTER_MASTERS
+M1=$1 M2=$2 M3=$3
+start_redis || exit 1
+PLAIN=$REDIS_PORT
+
+# --- the layer's routing (C) ------------------------------------------------------------
+build/test_cluster "$M1" "$M2" "$M3" "$PLAIN" > "$T_TMP/unit.out" 2>&1
+cat "$T_TMP/unit.out"
+line=$(tail -n 1 "$T_TMP/unit.out")
+case $line in
+*" passed, "*" failed") T_PASSED=$((T_PASSED + ${line%% *})); f=${line#*, }; T_FAILED=$((T_FAILED + ${f%% *})) ;;
+*) T_FAILED=$((T_FAILED + 1)); echo "FAIL   build/test_cluster ended without a result" ;;
+esac
+
+# --- the service ------------------------------------------------------------------------
+cl() { redis-cli -c -p "$M1" "$@"; }
+owner_of_item() {   # the master port that serves item $1's keys
+    local slot p
+    slot=$(cl cluster keyslot "stock:{$1}")
+    for p in $CLUSTER_MASTERS; do
+        redis-cli -p "$p" cluster slots | tr '\n' ' ' | awk -v s="$slot" -v p="$p" '
+            { n = split($0, f, " "); for (i = 1; i + 3 <= n; i++)
+                if (f[i] ~ /^[0-9]+$/ && f[i+1] ~ /^[0-9]+$/ && f[i] <= s && s <= f[i+1] && f[i+3] == p) { print p; exit } }'
+    done | head -n 1
+}
+set_items() {   # set_items N: item0001..itemN to stock S, sold 0, no ledger
+    local i it
+    for i in $(seq -f %04g 1 "$1"); do
+        it=item$i
+        printf 'SET stock:{%s} %s\nSET sold:{%s} 0\nDEL orders:{%s} lock:{%s} fence:{%s} written:{%s}\n' \
+            "$it" "$S" "$it" "$it" "$it" "$it" "$it"
+    done | cl > /dev/null
+}
+sale() { curl -s -m 10 -o "$T_TMP/body" -w '%{http_code}' "http://127.0.0.1:$1/inventory/sale?item=$2" "${@:3}"; }
+set_items 12
+owners=$(for i in $(seq -f %04g 1 12); do owner_of_item "item$i"; done | sort -u | wc -l)
+check_eq "12 items spread over the 3 masters" 3 "$owners"
+
+start_service P --redis-cluster "127.0.0.1:$M2" --lock v8 --name c1 || exit 1
+codes=$(for i in $(seq -f %04g 1 12); do sale "$P" "item$i"; echo; done | sort | uniq -c | awk '{ print $2 ":" $1 }' | paste -sd' ')
+check_eq "v8 on --redis-cluster (one seed): a sale of each of 12 items, all 200" "200:12" "$codes"
+sold=$(for i in $(seq -f %04g 1 12); do cl get "sold:{item$i}"; done | sort -u | paste -sd' ')
+check_eq "  each item's own sold is 1, on its own master" 1 "$sold"
+check "  the slot map read from the seed (metrics)" sh -c "curl -s http://127.0.0.1:$P/metrics | grep -q '^inventory_redis_cluster_map_reads_total [1-9]'"
+check_eq "  a keyed sale: 200" 200 "$(sale "$P" item0001 -H 'Idempotency-Key: k-1')"
+check_eq "  the same key again, same item: its first answer replayed" 200 "$(sale "$P" item0001 -H 'Idempotency-Key: k-1')"
+check "    (replayed)" grep -q '"replayed":true' "$T_TMP/body"
+check_eq "  the same key for an item in another slot: 422" 422 "$(sale "$P" item0002 -H 'Idempotency-Key: k-1')"
+check "    naming the first item" grep -q 'first used for item item0001' "$T_TMP/body"
+kill "$SVC_PID"; wait "$SVC_PID" 2>/dev/null
+
+# Every version's scripts (and the atomic sale's, the probe's, the keyed sale's) as Redis
+# ran them: each call's keys in one slot. A script that spanned two would be refused
+# (CROSSSLOT) and its sale answered 500.
+MONITORS=""
+for p in $CLUSTER_MASTERS; do
+    redis-cli -p "$p" monitor > "$T_TMP/monitor-$p" 2>/dev/null &
+    MONITORS="$MONITORS $!"
+done
+start_redis && R1=$REDIS_PORT && start_redis && R2=$REDIS_PORT && start_redis && R3=$REDIS_PORT
+answers=""
+for v in v3 v4 v5 v6 v7 v8 v9 v10 atomic; do
+    extra=()
+    [ "$v" != v10 ] || extra=(--lock-redis "127.0.0.1:$R1,127.0.0.1:$R2,127.0.0.1:$R3")
+    start_service P --redis-cluster "127.0.0.1:$M1" --lock "$v" --faults --name "c-$v" "${extra[@]}" || exit 1
+    q=""
+    [ "$v" = atomic ] || q="&work_ms=1"
+    a="$v:$(sale "$P" "item0003$q")$(sale "$P" "item0004$q" -H "Idempotency-Key: $v-k")$(sale "$P" "item0005$q")"
+    answers="$answers $a"
+    kill "$SVC_PID"; wait "$SVC_PID" 2>/dev/null
+done
+check_eq "v3 to v10 and atomic on the cluster (with --faults' probe, and a keyed sale): all 200" \
+    " v3:200200200 v4:200200200 v5:200200200 v6:200200200 v7:200200200 v8:200200200 v9:200200200 v10:200200200 atomic:200200200" "$answers"
+sleep 0.3
+kill $MONITORS 2>/dev/null
+python3 - "$T_TMP"/monitor-* > "$T_TMP/slots.out" 2>&1 <<'EOF'
+import shlex, subprocess, sys
+calls = []
+for f in sys.argv[1:]:
+    for line in open(f, errors="replace"):
+        if '"EVALSHA"' not in line and '"EVAL"' not in line and '"evalsha"' not in line:
+            continue
+        try:
+            args = shlex.split(line.split("]", 1)[1])
+        except ValueError:
+            continue
+        if args[0].upper() in ("EVALSHA", "EVAL"):
+            n = int(args[2])
+            calls.append(args[3:3 + n])
+keys = sorted({k for c in calls for k in c})
+slot = {}
+for k in keys:
+    slot[k] = int(subprocess.check_output(["redis-cli", "-p", sys.argv[1].rsplit("-", 1)[1],
+                                           "cluster", "keyslot", k]).strip())
+bad = [c for c in calls if len({slot[k] for k in c}) > 1]
+multi = [c for c in calls if len(c) > 1]
+print("%d script calls, %d with more than one key, %d distinct keys, %d spanning two slots"
+      % (len(calls), len(multi), len(keys), len(bad)))
+for c in bad[:5]:
+    print("  spans slots:", c)
+EOF
+cat "$T_TMP/slots.out"
+check "every script call's keys in one slot (CLUSTER KEYSLOT), and there were multi-key calls" \
+    grep -qE '^[1-9][0-9]* script calls, [1-9][0-9]* with more than one key, [0-9]+ distinct keys, 0 spanning' "$T_TMP/slots.out"
+check "notify's channels are sharded (SPUBLISH seen)" grep -qi '"spublish"' $T_TMP/monitor-*
+check "the key's item is claimed apart (SET idem-item:K ... NX ... GET)" grep -qi '"set" "idem-item:' $T_TMP/monitor-*
+
+# --- a cluster that cannot serve, and bad seeds ------------------------------------------
+start_service P --redis-cluster "127.0.0.1:$M1" --lock v8 --name c-down || exit 1
+check_eq "before: item0006 sells" 200 "$(sale "$P" item0006)"
+slot=$(cl cluster keyslot "stock:{item0006}")
+owner=$(owner_of_item item0006)
+for p in $CLUSTER_PORTS; do redis-cli -p "$p" cluster delslots "$slot" > /dev/null 2>&1; done
+state_is() { [ "$(redis-cli -p "$1" cluster info | tr -d '\r' | awk -F: '$1 == "cluster_state" { print $2 }')" = "$2" ]; }
+check "a slot without a master: the cluster says fail" wait_until 10 "" state_is "$M1" fail
+code=$(curl -s -m 10 -D "$T_TMP/headers" -o "$T_TMP/body" -w '%{http_code}' "http://127.0.0.1:$P/inventory/sale?item=item0006")
+check_eq "  a sale of its item: 503" 503 "$code"
+check "    redis_unavailable, with Retry-After" sh -c "grep -q redis_unavailable $T_TMP/body && grep -qi '^Retry-After:' $T_TMP/headers"
+check "  a log line says why" wait_until 5 "" grep -qiE 'no master serves slot|CLUSTERDOWN' "$T_TMP/svc-$P.log"
+redis-cli -p "$owner" cluster addslots "$slot" > /dev/null
+check "the slot given back to its master: the cluster says ok" wait_until 10 "" state_is "$M1" ok
+ok_again() { [ "$(sale "$P" item0006)" = 200 ]; }
+check "  and item0006 sells again, the instance not restarted" wait_until 10 "" ok_again
+kill "$SVC_PID"; wait "$SVC_PID" 2>/dev/null
+
+start_service P --redis-cluster "127.0.0.1:$(free_port)" --lock v8 --name c-none || exit 1
+check_eq "seeds where no node answers: a sale is 503" 503 "$(sale "$P" item0001)"
+check_eq "  /health is 503" 503 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P/health")"
+check "  a log line says no node gave its slot map" grep -q 'no node of the cluster gave its slot map' "$T_TMP/svc-$P.log"
+kill "$SVC_PID"; wait "$SVC_PID" 2>/dev/null
+start_service P --redis-cluster "127.0.0.1:$PLAIN" --lock v8 --name c-plain || exit 1
+check_eq "a seed not in cluster mode: a sale is 503" 503 "$(sale "$P" item0001)"
+check "  a log line says it is not a cluster node" grep -q 'is not a cluster node' "$T_TMP/svc-$P.log"
+kill "$SVC_PID"; wait "$SVC_PID" 2>/dev/null
+
+# --- a short reshard under load -----------------------------------------------------------
+set_items 20
+start_service P1 --redis-cluster "127.0.0.1:$M1" --lock v8 --combine 4 --name r1 || exit 1
+start_service P2 --redis-cluster "127.0.0.1:$M2" --lock v8 --combine 4 --name r2 || exit 1
+items=$(seq -f item%04g 1 20 | paste -sd,)
+for p in "$P1" "$P2"; do
+    build/sale-load --url "http://127.0.0.1:$p/inventory/sale" -c 8 -d 6 --items "$items" \
+        --history "$T_TMP/h-$p" > "$T_TMP/load-$p" 2>&1 &
+    T_PIDS="$T_PIDS $!"
+    LOADS="${LOADS:-} $!"
+done
+sleep 1.5
+hot=$(cl cluster keyslot "stock:{item0001}")
+from=$(owner_of_item item0001)
+to=$M1; [ "$from" != "$M1" ] || to=$M2
+loadtest/cluster-move --from "127.0.0.1:$from" --to "127.0.0.1:$to" --slots "$hot" > "$T_TMP/move.out" 2>&1 &&
+loadtest/cluster-move --from "127.0.0.1:$from" --to "127.0.0.1:$to" --count 300 >> "$T_TMP/move.out" 2>&1 &&
+loadtest/cluster-move --from "127.0.0.1:$to" --to "127.0.0.1:$from" --slots "$hot" >> "$T_TMP/move.out" 2>&1
+check "the hot item's slot and 300 others moved under load, and the hot one back" test $? = 0
+cat "$T_TMP/move.out"
+for pid in $LOADS; do wait "$pid"; done
+cat "$T_TMP"/h-* > "$T_TMP/history"
+statuses=$(jq -r .status "$T_TMP/history" | sort -u | paste -sd' ')
+echo "       answers: $(jq -r .status "$T_TMP/history" | sort | uniq -c | paste -sd' ')"
+check "  every answer 200, 409 or 503 ($statuses)" sh -c "echo '$statuses' | grep -qxE '(200|409|503)( (200|409|503))*'"
+check "  the clients followed the move (ASK or MOVED counted)" sh -c "curl -s http://127.0.0.1:$P1/metrics http://127.0.0.1:$P2/metrics | grep -E 'redirects_total\\{kind=\"(ask|moved)\"\\} [1-9]' | grep -q ."
+bad="" final="{"
+for i in $(seq -f %04g 1 20); do
+    set -- $(cl mget "stock:{item$i}" "sold:{item$i}" | paste -sd' ') $(cl xlen "orders:{item$i}")
+    [ "$(($1 + $2))" = "$S" ] && [ "$3" = "$2" ] || bad="$bad item$i($1+$2,$3)"
+    final="$final\"item$i\":$1,"
+done
+echo "${final%,}}" > "$T_TMP/final.json"
+check_eq "  per item: sold + stock == S and the ledger's length == sold" "" "$bad"
+loadtest/check-history "$T_TMP/history" --stock "$S" --final-file "$T_TMP/final.json" > "$T_TMP/verdict" 2>&1
+check "  the history is possible (loadtest/check-history, every item)" test $? = 0
+tail -n 2 "$T_TMP/verdict"
+
+t_report
