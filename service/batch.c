@@ -24,39 +24,47 @@ struct group {
     int server;
 };
 
-/* Sends one script per group in one round trip and sets every sale's outcome. Groups
- * with no reply after an error say outcome_unknown when their scripts were sent (they
- * may have run), redis_unavailable when nothing was. With --replicas, one WAIT rides
- * after every script as the round trip's after (sent again behind a script Redis wanted
- * loaded first): it covers the whole round's writes, and a sale it does not confirm
- * answers outcome_unknown. */
-static void run_groups(struct group **groups, int ng)
-{
-    struct rd_batch b = { 0 }, confirm = { 0 };
-    struct lock_error err = { 0 };
-    int st = LOCK_OK, wait_at = -1;
+/* One server's share of a round: its groups' scripts in one batch, and with --replicas
+ * one WAIT after them (it covers the share's writes). */
+struct share {
+    struct group *groups[GROUPS_MAX];
+    int ng, wait_at;
+    struct rd_batch b, confirm;
+};
 
-    for (int g = 0; g < ng && st == LOCK_OK; g++)
-        st = sale_atomic_add(&b, groups[g]->rqs, groups[g]->n, &err);
-    if (st == LOCK_OK) {
-        wait_at = sale_replicas_add(&confirm);
-        st = rd_round_trip(svc_redis, NULL, &b, confirm.n ? &confirm : NULL, &err);
-    }
-    for (int g = 0; g < ng; g++) {
-        metrics_batch(groups[g]->n);
-        if (g < b.n && b.reply[g]) {
-            sale_atomic_result(b.reply[g], groups[g]->rqs, groups[g]->n);
-            sale_replicas_check(&confirm, wait_at, groups[g]->rqs, groups[g]->n);
+/* Appends one script per group of sh; LOCK_OK, or LOCK_ERROR with err (nothing is sent). */
+static int share_build(struct share *sh, struct lock_error *err)
+{
+    int st = LOCK_OK;
+
+    memset(&sh->b, 0, sizeof(sh->b));
+    memset(&sh->confirm, 0, sizeof(sh->confirm));
+    for (int g = 0; g < sh->ng && st == LOCK_OK; g++)
+        st = sale_atomic_add(&sh->b, sh->groups[g]->rqs, sh->groups[g]->n, err);
+    sh->wait_at = st == LOCK_OK ? sale_replicas_add(&sh->confirm) : -1;
+    return st;
+}
+
+/* Every sale's outcome from its share's replies. Groups with no reply after an error say
+ * outcome_unknown when their scripts were sent (they may have run), redis_unavailable
+ * when nothing was. A sale its share's WAIT does not confirm answers outcome_unknown. */
+static void share_answer(struct share *sh, const struct lock_error *err)
+{
+    for (int g = 0; g < sh->ng; g++) {
+        struct group *gr = sh->groups[g];
+        metrics_batch(gr->n);
+        if (g < sh->b.n && sh->b.reply[g]) {
+            sale_atomic_result(sh->b.reply[g], gr->rqs, gr->n);
+            sale_replicas_check(&sh->confirm, sh->wait_at, gr->rqs, gr->n);
         } else {
-            sale_set_all(groups[g]->rqs, groups[g]->n,
-                         b.sent ? SALE_OUTCOME_UNKNOWN
-                         : lock_fault_is_io(err.fault) ? SALE_REDIS_DOWN : SALE_ERROR,
-                         b.sent || lock_fault_is_io(err.fault) ? NULL : err.msg);
+            int down = lock_fault_is_io(err->fault) || lock_fault_is_cluster(err->fault);
+            sale_set_all(gr->rqs, gr->n,
+                         sh->b.sent ? SALE_OUTCOME_UNKNOWN : down ? SALE_REDIS_DOWN : SALE_ERROR,
+                         sh->b.sent || down ? NULL : err->msg);
         }
     }
-    if (wait_at >= 0)
-        rd_batch_reset(&confirm);
-    rd_batch_reset(&b);
+    rd_batch_reset(&sh->confirm);
+    rd_batch_reset(&sh->b);
 }
 
 /* The group of j's item in groups[0..*ng), or a new one: a sale with an idempotency key
@@ -73,29 +81,38 @@ static struct group *group_for(struct group *groups, int *ng, const struct sale_
     return &groups[(*ng)++];
 }
 
-/* The groups, one round trip per server their items are on (one but on a cluster). */
-static void run_by_server(struct group *groups, int ng)
+/* The groups sold: one round trip to each server their items are on (one but on a
+ * cluster), all sent before any is read. */
+static void run_groups(struct group *groups, int ng)
 {
-    struct group *of[GROUPS_MAX];
+    static struct share shares[GROUPS_MAX];   /* the engine thread's alone */
+    struct rd_trip trips[GROUPS_MAX];
+    struct lock_error errs[GROUPS_MAX] = { 0 };
+    int ns = 0, nt = 0, of[GROUPS_MAX];       /* of[t]: the share of trips[t] */
     char key[ITEM_MAX + 16];
-    struct lock_error err;
-    int done[GROUPS_MAX] = { 0 };
+    struct lock_error ignored;   /* no server: its share's trip says why */
 
-    for (int g = 0; g < ng; g++) {
+    for (int g = 0, s; g < ng; g++) {
         snprintf(key, sizeof(key), "stock:{%s}", groups[g].rqs[0]->item);
-        groups[g].server = rd_key_server(svc_redis, key, &err);
+        groups[g].server = rd_key_server(svc_redis, key, &ignored);
+        for (s = 0; s < ns && shares[s].groups[0]->server != groups[g].server; s++)
+            ;
+        if (s == ns)
+            shares[ns++].ng = 0;
+        shares[s].groups[shares[s].ng++] = &groups[g];
     }
-    for (int g = 0; g < ng; g++) {
-        int n = 0;
-        if (done[g])
-            continue;
-        for (int h = g; h < ng; h++)
-            if (!done[h] && groups[h].server == groups[g].server) {
-                of[n++] = &groups[h];
-                done[h] = 1;
-            }
-        run_groups(of, n);
-    }
+    for (int s = 0; s < ns; s++)
+        if (share_build(&shares[s], &errs[s]) == LOCK_OK) {
+            trips[nt] = (struct rd_trip){ .main = &shares[s].b,
+                                          .after = shares[s].confirm.n ? &shares[s].confirm : NULL };
+            of[nt++] = s;
+        }
+    rd_round_trips(svc_redis, trips, nt);
+    for (int t = 0; t < nt; t++)
+        if (trips[t].status != LOCK_OK)
+            errs[of[t]] = trips[t].err;
+    for (int s = 0; s < ns; s++)
+        share_answer(&shares[s], &errs[s]);
 }
 
 /* One round: the queued jobs grouped by item, sold, answered. */
@@ -110,13 +127,13 @@ static void serve(struct sale_job *jobs)
             continue;   /* answered: the key was used for another item, or no Redis */
         if ((g = group_for(groups, &ng, j)) == NULL) {
             /* More items at once than groups: sell these now, the rest after. */
-            run_by_server(groups, ng);
+            run_groups(groups, ng);
             ng = 0;
             g = group_for(groups, &ng, j);
         }
         g->rqs[g->n++] = &j->rq;
     }
-    run_by_server(groups, ng);
+    run_groups(groups, ng);
 }
 
 static void *batch_main(void *arg)

@@ -31,7 +31,8 @@ enum sale_result store_read(const char *item, long long *stock, long long *sold,
                                  item, item);
     enum sale_result res;
 
-    if (r == NULL && (lock_fault_is_io(err.fault) || err.fault == LOCK_E_AUTH))
+    if (r == NULL && (lock_fault_is_io(err.fault) || lock_fault_is_cluster(err.fault) ||
+                      err.fault == LOCK_E_AUTH))
         return SALE_REDIS_DOWN;
     if (r == NULL || r->elements != 2) {
         rd_reply_free(r);

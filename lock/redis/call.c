@@ -369,33 +369,76 @@ static int follow_redirects(struct rd_client *rc, struct rd_batch *const b[TRIP_
     return LOCK_OK;
 }
 
+/* Sends trip t's commands on the connection to its keys' server, written out at once. */
+static void trip_send(struct rd_client *rc, struct rd_trip *t)
+{
+    struct rd_batch *const b[TRIP_BATCHES] = { t->before, t->main, t->after };
+    int done = 0;
+
+    t->slot_ = trip_slot(b);
+    t->cn_ = NULL;
+    t->status = LOCK_ERROR;
+    if ((t->server_ = rd_route(rc, t->slot_, &t->err)) < 0 ||
+        (t->cn_ = rd_thread_conn(rc, t->server_, &t->err)) == NULL)
+        return;
+    for (int k = 0; k < TRIP_BATCHES; k++)
+        send_range(t->cn_->c, b[k], 0, b[k] ? b[k]->n : 0);
+    while (!done && redisBufferWrite(t->cn_->c, &done) == REDIS_OK)
+        ;   /* a write that failed shows as the read's error */
+    t->status = LOCK_OK;
+}
+
+/* Reads the replies of a trip that was sent. */
+static void trip_read(struct rd_trip *t)
+{
+    struct rd_batch *const b[TRIP_BATCHES] = { t->before, t->main, t->after };
+
+    for (int k = 0; k < TRIP_BATCHES && t->status == LOCK_OK; k++)
+        t->status = read_range(t->cn_->c, b[k], 0, b[k] ? b[k]->n : 0, &t->err);
+}
+
+/* What a trip's replies ask for: scripts loaded and sent again (NOSCRIPT), commands sent
+ * where a cluster says (MOVED, ASK, TRYAGAIN); then a broken connection dropped, or one
+ * to a server that no longer takes writes. */
+static void trip_finish(struct rd_client *rc, struct rd_trip *t)
+{
+    struct rd_batch *const b[TRIP_BATCHES] = { t->before, t->main, t->after };
+
+    if (t->cn_ == NULL)
+        return;
+    if (t->status == LOCK_OK)
+        t->status = resend_noscript(t->cn_, t->before, t->main, t->after, &t->err);
+    if (t->status == LOCK_OK && rc->locator->redirected)
+        t->status = follow_redirects(rc, b, t->slot_, &t->err);
+    rd_thread_at(rc, t->server_);
+    if (t->status != LOCK_OK)
+        rd_conn_failed(rc, &t->err);
+    else if (demoted(t->before) || demoted(t->main) || demoted(t->after))
+        rd_conn_moved(rc);   /* a replica now, or loading: the next call looks for the master */
+}
+
+void rd_round_trips(struct rd_client *rc, struct rd_trip *trips, int n)
+{
+    for (int i = 0; i < n; i++)
+        trip_send(rc, &trips[i]);
+    for (int i = 0; i < n; i++)
+        if (trips[i].status == LOCK_OK)
+            trip_read(&trips[i]);
+    /* Only now, with no reply of any trip left unread on a connection, may one trip's
+     * commands be sent again (on a connection another trip used). */
+    for (int i = 0; i < n; i++)
+        trip_finish(rc, &trips[i]);
+}
+
 int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch *main,
                   struct rd_batch *after, struct lock_error *err)
 {
-    struct rd_batch *const b[TRIP_BATCHES] = { before, main, after };
-    int slot = trip_slot(b), server;
-    struct rd_conn *cn;
-    int st;
+    struct rd_trip t = { .before = before, .main = main, .after = after };
 
-    if ((server = rd_route(rc, slot, err)) < 0 || (cn = rd_thread_conn(rc, server, err)) == NULL)
-        return LOCK_ERROR;
-    send_range(cn->c, before, 0, before ? before->n : 0);
-    send_range(cn->c, main, 0, main ? main->n : 0);
-    send_range(cn->c, after, 0, after ? after->n : 0);
-    st = read_range(cn->c, before, 0, before ? before->n : 0, err);
-    if (st == LOCK_OK)
-        st = read_range(cn->c, main, 0, main ? main->n : 0, err);
-    if (st == LOCK_OK)
-        st = read_range(cn->c, after, 0, after ? after->n : 0, err);
-    if (st == LOCK_OK)
-        st = resend_noscript(cn, before, main, after, err);
-    if (st == LOCK_OK && rc->locator->redirected)
-        st = follow_redirects(rc, b, slot, err);
-    if (st != LOCK_OK)
-        rd_conn_failed(rc, err);
-    else if (demoted(before) || demoted(main) || demoted(after))
-        rd_conn_moved(rc);   /* a replica now, or loading: the next call looks for the master */
-    return st;
+    rd_round_trips(rc, &t, 1);
+    if (t.status != LOCK_OK)
+        *err = t.err;
+    return t.status;
 }
 
 /* --- one command --- */

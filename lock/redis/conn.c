@@ -309,6 +309,14 @@ int rd_client_cut_stale(struct rd_client *rc)
     return n;
 }
 
+void rd_thread_at(struct rd_client *rc, int server)
+{
+    struct rd_thread *t = thread_of(rc, 0);
+
+    if (t && server >= 0 && server < RD_SERVERS_KNOWN)
+        t->at = server;
+}
+
 /* The connection the calling thread was last handed, or NULL. */
 static struct rd_conn *thread_current(struct rd_client *rc)
 {

@@ -80,6 +80,9 @@ void rd_conn_moved(struct rd_client *rc);
 /* The calling thread's connection to server (made or made again as needed); NULL with
  * err. */
 struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct lock_error *err);
+/* Makes server's connection the calling thread's current one (what rd_drop and
+ * rd_conn_failed act on). */
+void rd_thread_at(struct rd_client *rc, int server);
 /* The server of slot (RD_SLOT_NONE: the one the calling thread last used, else any), or
  * -1 with err. */
 int rd_route(struct rd_client *rc, int slot, struct lock_error *err);

@@ -189,6 +189,18 @@ enum { RD_TRYAGAIN_MS = 1000 };
 int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch *main,
                   struct rd_batch *after, struct lock_error *err);
 
+/* Several round trips at once (rd_round_trip's contract for each, status and err its
+ * own): every trip is sent, to the server of its first command's keys, before any is
+ * read, so that trips to a cluster's nodes overlap (one to each, say). */
+struct rd_trip {
+    struct rd_batch *before, *main, *after;
+    int status;                   /* LOCK_OK or LOCK_ERROR, as rd_round_trip returns */
+    struct lock_error err;
+    int slot_, server_;           /* the layer's */
+    struct rd_conn *cn_;
+};
+void rd_round_trips(struct rd_client *rc, struct rd_trip *trips, int n);
+
 /* --- one command --- */
 
 /* Runs the one command of b, with before and after (either may be NULL) around it in
