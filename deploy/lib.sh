@@ -71,7 +71,9 @@ json_field() {
 # of the stack on PORT (on REDIS_HOST; or HOST:PORT) or on the unix socket SOCKET. The stack's Redis is
 # its master now: with sentinels (SENTINEL_PORTS), the one they name and that says it is
 # a master (current_master; rcli fails, saying so, while there is none, as during a
-# failover); else REDIS_HOST (default 127.0.0.1) and REDIS_PORT. When REDIS_PASSWORD_FILE
+# failover); on a cluster (CLUSTER_PORTS), a node that answers, redirects followed
+# (redis-cli -c: an item's keys are read where its slot is); else REDIS_HOST (default
+# 127.0.0.1) and REDIS_PORT. When REDIS_PASSWORD_FILE
 # names a file (stack.env does for a Redis deploy/up started), the password, its first
 # line, goes to redis-cli through REDISCLI_AUTH: never in argv.
 rcli() {
@@ -84,6 +86,9 @@ rcli() {
             at=$(current_master) ||
                 { echo "rcli: no server the sentinels name is a master now (a failover?)" >&2; return 1; }
             to=(-h "${at%:*}" -p "${at##*:}")
+        elif [ -n "${CLUSTER_PORTS:-}" ]; then
+            at=$(cluster_node) || { echo "rcli: no node of the cluster answers" >&2; return 1; }
+            to=(-c -h "${REDIS_HOST:-127.0.0.1}" -p "$at")
         fi ;;
     esac
     if [ -n "${REDIS_PASSWORD_FILE:-}" ]; then
@@ -91,6 +96,15 @@ rcli() {
     else
         in_net redis-cli "${to[@]}" "$@"
     fi
+}
+
+# cluster_node: the first node of CLUSTER_PORTS (on REDIS_HOST) that answers PING.
+cluster_node() {
+    local p
+    for p in $CLUSTER_PORTS; do
+        redis_pings "$p" && { echo "$p"; return 0; }
+    done
+    return 1
 }
 
 # redis_start PORT BIND FSYNC DIR LOG PIDFILE [ARG...]: starts redis-server in its own

@@ -1,5 +1,6 @@
-# up-redis.sh - deploy/up's Redis servers: the data Redis, redlock's masters, and with
-# --sentinel the data Redis's two replicas and three sentinels.
+# up-redis.sh - deploy/up's Redis servers: the data Redis, redlock's masters, with
+# --sentinel the data Redis's two replicas and three sentinels, and with --cluster N a
+# Redis Cluster of N masters and N replicas instead of the data Redis.
 # Sourced by deploy/up; functions only. They read its settings (REDIS_ADDR, REDIS_BIND,
 # REDIS_PORT, MASTER_PORTS, REPLICA_PORTS, SENTINEL_PORT_LIST, SENTINEL_MASTER,
 # SENTINEL_DOWN_AFTER_MS, SENTINEL_FAILOVER_TIMEOUT_MS, FSYNC, RUN_DIR, START_WAIT_S), set
@@ -180,4 +181,60 @@ start_sentinels() {
                 "$RUN_DIR/sentinel-$p.log"
         shift
     done
+}
+
+# cluster_ok PORT: the cluster node on PORT says cluster_state:ok and knows every slot.
+cluster_ok() {
+    rcli -p "$1" cluster info 2>/dev/null | tr -d '\r' |
+        awk -F: '$1 == "cluster_state" { s = $2 } $1 == "cluster_slots_ok" { n = $2 }
+                 END { exit !(s == "ok" && n == 16384) }'
+}
+# cluster_linked PORT: the node on PORT is a master, or a replica whose link is up.
+cluster_linked() {
+    rcli -p "$1" info replication 2>/dev/null | tr -d '\r' |
+        awk -F: '$1 == "role" { r = $2 } $1 == "master_link_status" { l = $2 }
+                 END { exit !(r == "master" || l == "up") }'
+}
+
+# start_cluster: with --cluster N, 2N cluster nodes on CLUSTER_NODE_PORTS (each its own
+# AOF and nodes.conf in RUN_DIR/node-PORT; a node's bus port is its port + 10000), made a
+# cluster of N masters with a replica each by redis-cli --cluster create, and waited for
+# until every node says cluster_state:ok and every replica's link is up. Sets
+# CLUSTER_MASTERS (ports of the masters) and CLUSTER_SEEDS (HOST:PORT,... of them), and
+# REDIS_HOST, OWN_REDIS.
+start_cluster() {
+    local p host nodes=()
+    REDIS_HOST=$(local_host "$REDIS_BIND")
+    for p in $CLUSTER_NODE_PORTS; do
+        mark_log "$RUN_DIR/node-$p.log"
+        # A replica may take over at once (validity factor 0: however long its link was
+        # down), so that a master killed under load is always replaced.
+        redis_start "$p" "$REDIS_BIND" "$FSYNC" "$RUN_DIR/node-$p" "$RUN_DIR/node-$p.log" \
+            "$RUN_DIR/node-$p.pid" --cluster-enabled yes --cluster-config-file nodes.conf \
+            --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT_MS" --cluster-replica-validity-factor 0 \
+            --repl-diskless-sync-delay 0 --appendfilename appendonly.aof
+        wait_until "$START_WAIT_S" "$REDIS_STARTED_PID" redis_pings "$p" ||
+            fail_with_log "cluster node on port $p" "$RUN_DIR/node-$p.log"
+        nodes+=("$REDIS_HOST:$p")
+    done
+    rcli -p "${nodes[0]##*:}" cluster info 2>/dev/null | grep -q '^cluster_known_nodes:1.\?$' ||
+        die "the cluster nodes on $CLUSTER_NODE_PORTS already belong to a cluster (old nodes.conf in $RUN_DIR/node-*?)"
+    # --cluster create makes the first N masters and gives each a replica from the rest.
+    if [ -n "$REDIS_PASSWORD_FILE" ]; then
+        REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") redis-cli --cluster create "${nodes[@]}" \
+            --cluster-replicas 1 --cluster-yes > "$RUN_DIR/cluster-create.log" 2>&1
+    else
+        redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes \
+            > "$RUN_DIR/cluster-create.log" 2>&1
+    fi || { tail -n 5 "$RUN_DIR/cluster-create.log" >&2; die "redis-cli --cluster create failed"; }
+    for p in $CLUSTER_NODE_PORTS; do
+        wait_until "$START_WAIT_S" "" cluster_ok "$p" ||
+            fail_with_log "the cluster (node $p never said cluster_state:ok)" "$RUN_DIR/node-$p.log"
+        wait_until "$START_WAIT_S" "" cluster_linked "$p" ||
+            fail_with_log "the cluster (replica $p never linked to its master)" "$RUN_DIR/node-$p.log"
+    done
+    CLUSTER_MASTERS=$(for p in $CLUSTER_NODE_PORTS; do
+        [ "$(role_of "$REDIS_HOST:$p")" != master ] || echo "$p"; done | paste -sd' ' -)
+    CLUSTER_SEEDS=$(for p in $CLUSTER_MASTERS; do echo "$REDIS_HOST:$p"; done | paste -sd, -)
+    OWN_REDIS=1
 }

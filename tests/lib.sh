@@ -75,6 +75,46 @@ start_sentinels() {
     done
 }
 
+# start_cluster N: a throwaway Redis Cluster on free ports, N masters and N replicas (no
+# AOF, no password, node timeout 2 s), made by redis-cli --cluster create and waited for
+# until every node says cluster_state:ok and every replica is linked. Sets CLUSTER_PORTS
+# (every node), CLUSTER_MASTERS (the masters' ports) and CLUSTER_SEEDS (127.0.0.1:P,... of
+# the masters). A node's bus port is its port + 10000: both must be free. t_cleanup stops
+# the nodes.
+start_cluster() {
+    local p i nodes=() ok
+    CLUSTER_PORTS=""
+    for i in $(seq $(($1 * 2))); do
+        for _ in 1 2 3 4 5; do
+            p=$(free_port)
+            (exec 3<>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null || break
+        done
+        mkdir -p "$T_TMP/node-$p"
+        redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no --dir "$T_TMP/node-$p" \
+            --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
+            --cluster-replica-validity-factor 0 --repl-diskless-sync-delay 0 --daemonize no \
+            > "$T_TMP/node-$p.log" 2>&1 &
+        T_PIDS="$T_PIDS $!"
+        CLUSTER_PORTS="$CLUSTER_PORTS $p"
+        nodes+=("127.0.0.1:$p")
+    done
+    CLUSTER_PORTS=${CLUSTER_PORTS# }
+    for p in $CLUSTER_PORTS; do
+        wait_until 10 "" sh -c "redis-cli -p $p ping 2>/dev/null | grep -q PONG" ||
+            { echo "cluster node $p did not start:" >&2; cat "$T_TMP/node-$p.log" >&2; return 1; }
+    done
+    redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes > "$T_TMP/cluster-create.log" 2>&1 ||
+        { echo "redis-cli --cluster create failed:" >&2; tail -n 5 "$T_TMP/cluster-create.log" >&2; return 1; }
+    for p in $CLUSTER_PORTS; do
+        ok="redis-cli -p $p cluster info | grep -q '^cluster_state:ok' &&
+            redis-cli -p $p info replication | grep -qE '^role:master|^master_link_status:up'"
+        wait_until 20 "" sh -c "$ok" || { echo "cluster node $p never became ready" >&2; return 1; }
+    done
+    CLUSTER_MASTERS=$(for p in $CLUSTER_PORTS; do
+        redis-cli -p "$p" role | head -n 1 | grep -qx master && echo "$p"; done | paste -sd' ' -)
+    CLUSTER_SEEDS=$(for p in $CLUSTER_MASTERS; do echo "127.0.0.1:$p"; done | paste -sd, -)
+}
+
 # running PID: the process exists and is not a zombie (builtins only: it runs often).
 running() {
     local stat

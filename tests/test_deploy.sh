@@ -210,4 +210,50 @@ check "down: stops it" deploy/down --run-dir "$RUN4" --quiet
 check "  every pid is gone" none_running $pids
 check "  nothing on its ports" nothing_on "$NGINX_P" "$A" "$B" $(seq "$SRP" $((SRP + 5)))
 
+# --- deploy/up --cluster ----------------------------------------------------------------------
+RUN6=$T_TMP/run6
+out=$(deploy/up --run-dir "$RUN6" --cluster 2 --port "$NGINX_P" 2>&1); rc=$?
+check_eq "up --cluster 2: refused (redis-cli --cluster create wants 3 masters)" 2 "$rc"
+check "  saying why" sh -c "echo '$out' | grep -q 'at least 3 masters'"
+out=$(deploy/up --run-dir "$RUN6" --cluster 3 --sentinel --port "$NGINX_P" 2>&1); rc=$?
+check_eq "up --cluster with --sentinel: refused" 2 "$rc"
+# Its nodes take the six ports from --redis-port (and each port + 10000): another draw if taken.
+for _ in 1 2 3; do
+    CRP=$(free_port)
+    deploy/up --run-dir "$RUN6" --cluster 3 --port "$NGINX_P" --redis-port "$CRP" \
+        --instance-ports "$A,$B" --lock v8 > "$T_TMP/up6" 2>&1; rc=$?
+    [ "$rc" = 3 ] || break
+done
+check_eq "up --cluster 3: six nodes, the instances and nginx" 0 "$rc"
+[ "$rc" = 0 ] || sed 's/^/    /' "$T_TMP/up6"
+c6() { REDIS_PASSWORD_FILE=$RUN6/redis.pass rcli -p "$@"; }
+roles=$(for p in $(seq "$CRP" $((CRP + 5))); do c6 "$p" role | head -n 1; done | sort | uniq -c | awk '{ print $2 ":" $1 }' | paste -sd' ')
+check_eq "  3 masters and 3 replicas" "master:3 slave:3" "$roles"
+check "  every slot served, cluster_state ok (on every node)" sh -c "
+    for p in \$(seq $CRP $((CRP + 5))); do
+        REDISCLI_AUTH=\$(cat $RUN6/redis.pass) redis-cli -p \$p cluster info | tr -d '\\r' |
+            grep -qx 'cluster_state:ok' || exit 1
+    done; REDISCLI_AUTH=\$(cat $RUN6/redis.pass) redis-cli -p $CRP cluster info | tr -d '\\r' | grep -qx 'cluster_slots_ok:16384'"
+check_eq "  AOF on every node" "yes yes yes yes yes yes" \
+    "$(for p in $(seq "$CRP" $((CRP + 5))); do c6 "$p" config get appendonly | tail -n 1; done | paste -sd' ')"
+check_eq "  a password on every node (NOAUTH without it)" NOAUTH \
+    "$(redis-cli -p "$((CRP + 3))" get x 2>&1 | awk '{ print $1 }')"
+check "  the instances' seeds are the masters (--redis-cluster)" sh -c "ps -o args= -p \$(head -n 1 $RUN6/instance-$A.pid) | grep -q -- '--redis-cluster 127.0.0.1:'"
+check "  stock of 20 items" deploy/stock 7 --items 20 --run-dir "$RUN6"
+vals=$(for i in $(seq -f %04g 1 20); do (. "$RUN6/stack.env"; rcli mget "stock:{item$i}" "sold:{item$i}" | paste -sd/); done | sort | uniq -c | awk '{ print $2 ":" $1 }')
+check_eq "  each item stock 7, sold 0, read where its slot is" "7/0:20" "$vals"
+spread=$(for i in $(seq -f %04g 1 20); do for p in $(seq "$CRP" $((CRP + 2))); do
+    [ "$(c6 "$p" exists "stock:{item$i}")" = 1 ] && echo "$p"; done; done | sort -u | wc -l)
+check "  on more than one master (by EXISTS on each)" test "$spread" -ge 2
+codes=$(for i in 0003 0011 0019; do curl -s -o /dev/null -w '%{http_code} ' "http://127.0.0.1:$NGINX_P/inventory/sale?item=item$i"; done)
+check_eq "  sales of three items through nginx" "200 200 200 " "$codes"
+deploy/status --run-dir "$RUN6" > "$T_TMP/status6"; rc=$?
+check_eq "  status: all up" 0 "$rc"
+check "  status: six nodes, three masters with their slots" test "$(grep -c '^  node .*master, [0-9]* slots, cluster_state ok' "$T_TMP/status6")" = 3
+pids=$(stack_pids "$RUN6")
+check_eq "  10 processes: 6 nodes, 2 instances, nginx and its worker" 10 "$(echo $pids | wc -w)"
+check "down: stops it" deploy/down --run-dir "$RUN6" --quiet
+check "  every pid is gone" none_running $pids
+check "  nothing on its ports" nothing_on "$NGINX_P" "$A" "$B" $(seq "$CRP" $((CRP + 5)))
+
 t_report

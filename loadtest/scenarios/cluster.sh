@@ -1,0 +1,104 @@
+# cluster.sh - What the Redis Cluster scenarios share (cluster-reshard, cluster-failover):
+# where an item's slot is, the state of many items read in one pipeline, and a history
+# judged per item. Sourced by their files; the stack is deploy/up --cluster (stack.env:
+# CLUSTER_PORTS, CLUSTER_SEEDS; rcli follows the cluster's redirects).
+
+# cluster_cli PORT ARG...: redis-cli to one node (the stack's password, never in argv).
+cluster_cli() { rcli -p "$@"; }
+
+# cluster_masters: the ports of the masters now, as a node that answers sees them.
+cluster_masters() {
+    local p
+    for p in $CLUSTER_PORTS; do
+        cluster_cli "$p" cluster nodes 2>/dev/null | awk '$3 ~ /master/ && $3 !~ /fail/ {
+            split($2, a, "[:@]"); print a[2] }' | sort -n && return 0
+    done
+}
+
+# item_slot ITEM: the hash slot of ITEM's keys.
+item_slot() { cluster_cli "${CLUSTER_PORTS%% *}" cluster keyslot "stock:{$1}"; }
+
+# slot_owner SLOT: the port of the master serving SLOT now (as the first node that answers
+# says).
+slot_owner() {
+    local p
+    for p in $CLUSTER_PORTS; do
+        cluster_cli "$p" --json cluster slots 2>/dev/null |
+            jq -r --argjson s "$1" '.[] | select(.[0] <= $s and $s <= .[1]) | .[2][1]' | grep . && return 0
+    done
+    return 1
+}
+
+# master_slots PORT N: the first N slots the master on PORT serves, comma-separated.
+master_slots() {
+    cluster_cli "$1" --json cluster slots |
+        jq -r --argjson p "$1" --argjson n "$2" '
+            [.[] | select(.[2][1] == $p) | range(.[0]; .[1] + 1)] | .[:$n] | map(tostring) | join(",")'
+}
+
+# items_judge HISTORY ITEMS STOCK OUT: every item's state (one pipeline through rcli), the
+# history checked per item (loadtest/check-history --final-file), and what the history
+# says each item lost. Writes OUT.final (item -> stock left) and OUT.verdict; prints one
+# line "oversold items_oversold ledger_off lost sold_twice verdict": units sold beyond
+# the stock (summed), items oversold, items whose ledger length is not their sold,
+# acknowledged sales lost (200s beyond what each item's stock says was sold), units
+# sold twice (200s of one item sharing a remaining), and possible or impossible.
+items_judge() {
+    local hist=$1 k=$2 s=$3 out=$4
+    seq -f "item%04g" 1 "$k" | awk '{ printf "MGET stock:{%s} sold:{%s}\nXLEN orders:{%s}\n", $1, $1, $1 }' |
+        rcli > "$out.state" 2>&1
+    python3 - "$hist" "$k" "$s" "$out" <<'EOF'
+import json, sys
+hist, k, stock, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+vals = [l.strip() for l in open(out + ".state")]
+items = ["item%04d" % i for i in range(1, k + 1)]
+final, oversold, items_over, ledger_off = {}, 0, 0, 0
+for i, it in enumerate(items):
+    left, sold, ledger = (int(v or 0) for v in vals[3 * i:3 * i + 3])
+    final[it] = left
+    over = sold - (stock - left)
+    oversold += max(0, over)
+    items_over += over > 0
+    ledger_off += ledger != sold
+json.dump(final, open(out + ".final", "w"))
+sales, seen = {}, {}
+twice = 0
+for line in open(hist):
+    r = json.loads(line)
+    if r.get("status") != 200:
+        continue
+    it = r.get("item", "inventory001")
+    sales[it] = sales.get(it, 0) + 1
+    key = (it, r.get("remaining"))
+    twice += key in seen
+    seen[key] = 1
+lost = sum(max(0, n - (stock - final.get(it, stock))) for it, n in sales.items())
+print(oversold, items_over, ledger_off, lost, twice)
+EOF
+}
+
+# history_verdict HISTORY OUT: the checker's verdict per item against OUT.final: possible,
+# or impossible and its first line.
+history_verdict() {
+    "$LOADTEST_DIR/check-history" "$1" --stock "$STOCK" --final-file "$2.final" > "$2.verdict" 2>&1
+    case $? in
+    0) echo possible ;;
+    1) echo "impossible: $(head -n 1 "$2.verdict")" ;;
+    *) echo "unreadable: $(head -n 1 "$2.verdict")" ;;
+    esac
+}
+
+# window_p99 HISTORY FROM_NS TO_NS: the p99 and the count of answers to sales sent in
+# [FROM_NS, TO_NS): "p99_ms n".
+window_p99() {
+    jq -rs --argjson a "$2" --argjson b "$3" '
+        [.[] | select(.start_ns >= $a and .start_ns < $b and .status > 0) | (.end_ns - .start_ns) / 1e6] | sort
+        | if length == 0 then "- 0" else "\(.[(length * 0.99 | floor)] * 10 | round / 10) \(length)" end' "$1"
+}
+
+# slow_answers HISTORY FROM_NS TO_NS MS: answers to sales sent in [FROM_NS, TO_NS) that took
+# MS or more.
+slow_answers() {
+    jq -s --argjson a "$2" --argjson b "$3" --argjson ms "$4" '
+        [.[] | select(.start_ns >= $a and .start_ns < $b and .status > 0 and (.end_ns - .start_ns) >= $ms * 1e6)] | length' "$1"
+}
