@@ -91,7 +91,7 @@ build/evolution-report: build/loadtest/report.o
 
 # The load client that records a sale history (loadtest/load.c says why wrk cannot).
 build/sale-load: build/loadtest/load.o
-	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
+	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS) -lm
 
 # The preload the clock-jump scenarios put before libfaketime (loadtest/clockstep.c says
 # why): no sanitizer, which would have to be loaded first.

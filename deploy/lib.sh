@@ -91,10 +91,19 @@ rcli() {
             to=(-c -h "${REDIS_HOST:-127.0.0.1}" -p "$at")
         fi ;;
     esac
+    if [ "${to[0]}" = -c ]; then
+        # Following a redirect, redis-cli says so on stdout: not a reply, left out.
+        rcli_to "${to[@]}" "$@" | grep -v '^-> Redirected to slot'
+        return "${PIPESTATUS[0]}"
+    fi
+    rcli_to "${to[@]}" "$@"
+}
+# rcli_to ARG...: redis-cli with the stack's password (REDISCLI_AUTH, never argv).
+rcli_to() {
     if [ -n "${REDIS_PASSWORD_FILE:-}" ]; then
-        REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") in_net redis-cli "${to[@]}" "$@"
+        REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") in_net redis-cli "$@"
     else
-        in_net redis-cli "${to[@]}" "$@"
+        in_net redis-cli "$@"
     fi
 }
 

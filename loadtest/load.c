@@ -52,11 +52,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <math.h>
+
 #include <jansson.h>
 
 enum {
     LOAD_MAX_CONNS = 1024,
-    LOAD_MAX_ITEMS = 1024,
+    LOAD_MAX_ITEMS = 100000,
     LOAD_ITEM_MAX = 128,            /* characters of one --items name */
     LOAD_URL_MAX = 2048,            /* characters of --url */
     LOAD_ANSWER_MAX = 1 << 20,      /* bytes of one answer: more is a protocol error */
@@ -85,6 +87,9 @@ struct load_opts {
     char *items_arg;                /* --items, cut into items[] in place */
     const char *items[LOAD_MAX_ITEMS];
     int n_items;
+    int item_count;                 /* --item-count K: item0001 .. itemK (0: none) */
+    double zipf;                    /* --zipf S: item of rank r with weight 1/r^S (0: none) */
+    unsigned long long seed;        /* --seed: the Zipf choice's (0: from the clock) */
 };
 
 /* One item's request: its name and the head of its GET up to the headers that vary. */
@@ -145,6 +150,8 @@ struct load_run {
     struct load_target *targets;
     int n_targets;
     unsigned long next_target;      /* round robin over targets, per request */
+    double *zipf_cdf;               /* --zipf: cumulative weight of targets 0..i; owned */
+    unsigned long long rng;         /* xorshift64* state, for the Zipf choice */
     struct load_conn *conns;
     int epfd;
     FILE *history;                  /* NULL without --history */
@@ -172,6 +179,7 @@ static void usage(FILE *f)
 {
     fputs("Usage: sale-load --url http://HOST:PORT/PATH[?QUERY] -c CONNS -d SECONDS\n"
           "                 [--history FILE] [--keys] [--timeout-ms MS] [--items I1,I2,...]\n"
+          "                 [--item-count K] [--zipf S [--seed N]]\n"
           "\n"
           "Loads the sale with CONNS keep-alive HTTP/1.1 connections for SECONDS, each sending\n"
           "one GET, waiting for its answer and sending the next; prints a summary and, last,\n"
@@ -189,7 +197,12 @@ static void usage(FILE *f)
           "  --keys             send a unique Idempotency-Key with each request (PID-CONN-SEQ)\n"
           "  --timeout-ms MS    wait at most MS for an answer, also after SECONDS (default 10000)\n"
           "  --items I1,I2,...  spread the requests round robin over these items (item= in the\n"
-          "                     query is replaced or added)\n"
+          "                     query is replaced or added; at most 100000)\n"
+          "  --item-count K     the same over item0001 .. itemK (deploy/stock N --items K)\n"
+          "  --zipf S           choose each request's item at random instead, the item of rank\n"
+          "                     r (the r-th listed: item0001 is the hottest) with weight 1/r^S\n"
+          "                     (S > 0; 1.1: a few hot items, a long tail)\n"
+          "  --seed N           the random choice's seed (default: from the clock)\n"
           "  --help             this text\n"
           "\n"
           "Exit: 0 the run was done (whatever the answers), 1 it could not be done, 2 bad usage.\n",
@@ -301,12 +314,24 @@ static const char *items_parse(struct load_opts *o)
         if (!item_is_valid(s))
             return "--items: each item is 1 to 128 characters of A-Z a-z 0-9 _ . -";
         if (o->n_items == LOAD_MAX_ITEMS)
-            return "--items: at most 1024 items";
+            return "--items: at most 100000 items";
         o->items[o->n_items++] = s;
         if (comma == NULL)
             return NULL;
         s = comma + 1;
     }
+}
+
+/* items_number: o->items become item0001 .. item{item_count}. */
+static void items_number(struct load_opts *o)
+{
+    static char names[LOAD_MAX_ITEMS][16];
+
+    for (int i = 0; i < o->item_count; i++) {
+        snprintf(names[i], sizeof(names[i]), "item%04d", i + 1);
+        o->items[i] = names[i];
+    }
+    o->n_items = o->item_count;
 }
 
 /* number_arg: parses s as a number in lo..hi (whole when integer is set). 0 or -1. */
@@ -335,8 +360,14 @@ static int opts_check(struct load_opts *o, int have_c, int have_d)
     why = url_parse(o);
     if (why)
         return bad_usage(why, o->url);
+    if (o->items_arg && o->item_count)
+        return bad_usage("--items or --item-count, not both", NULL);
     if (o->items_arg && (why = items_parse(o)) != NULL)
         return bad_usage(why, NULL);
+    if (o->item_count)
+        items_number(o);
+    if (o->zipf > 0 && o->n_items < 2)
+        return bad_usage("--zipf wants items to choose from (--items or --item-count)", NULL);
     return 0;
 }
 
@@ -348,6 +379,8 @@ static int opts_parse(int argc, char **argv, struct load_opts *o)
         { "url", required_argument, NULL, 'u' }, { "history", required_argument, NULL, 'H' },
         { "keys", no_argument, NULL, 'k' }, { "timeout-ms", required_argument, NULL, 't' },
         { "items", required_argument, NULL, 'i' }, { "help", no_argument, NULL, 'h' },
+        { "item-count", required_argument, NULL, 'n' }, { "zipf", required_argument, NULL, 'z' },
+        { "seed", required_argument, NULL, 's' },
         { NULL, 0, NULL, 0 }
     };
     int opt, have_c = 0, have_d = 0;
@@ -361,6 +394,21 @@ static int opts_parse(int argc, char **argv, struct load_opts *o)
         case 'H': o->history = optarg; break;
         case 'k': o->keys = 1; break;
         case 'i': o->items_arg = optarg; break;
+        case 'n':
+            if (number_arg(optarg, 1, LOAD_MAX_ITEMS, 1, &v) != 0)
+                return bad_usage("--item-count must be a whole number in 1..100000", optarg);
+            o->item_count = (int)v;
+            break;
+        case 'z':
+            if (number_arg(optarg, 0.01, 10, 0, &v) != 0)
+                return bad_usage("--zipf must be an exponent in 0.01..10", optarg);
+            o->zipf = v;
+            break;
+        case 's':
+            if (number_arg(optarg, 1, 1e15, 1, &v) != 0)
+                return bad_usage("--seed must be a whole number in 1..1e15", optarg);
+            o->seed = (unsigned long long)v;
+            break;
         case 'h': usage(stdout); return 1;
         case 'c':
             if (number_arg(optarg, 1, LOAD_MAX_CONNS, 1, &v) != 0)
@@ -974,13 +1022,52 @@ static void conn_send(struct load_run *r, struct load_conn *c)
     conn_read(r, c);
 }
 
+/* zipf_pick: a target drawn by its Zipf weight (a binary search of the cumulative
+ * weights, with xorshift64*'s next number). */
+static int zipf_pick(struct load_run *r)
+{
+    double u;
+    int lo = 0, hi = r->n_targets - 1;
+
+    r->rng ^= r->rng >> 12;
+    r->rng ^= r->rng << 25;
+    r->rng ^= r->rng >> 27;
+    u = (double)((r->rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0 *
+        r->zipf_cdf[r->n_targets - 1];
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (r->zipf_cdf[mid] > u)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* zipf_build: with --zipf, the cumulative weights of the targets. 0, or -1 (memory). */
+static int zipf_build(struct load_run *r)
+{
+    double sum = 0;
+
+    if (r->o->zipf <= 0)
+        return 0;
+    if ((r->zipf_cdf = malloc(sizeof(double) * (size_t)r->n_targets)) == NULL)
+        return -1;
+    for (int i = 0; i < r->n_targets; i++)
+        r->zipf_cdf[i] = sum += 1.0 / pow(i + 1, r->o->zipf);
+    r->rng = r->o->seed ? r->o->seed : (unsigned long long)now_ns() ^ (unsigned long long)getpid() << 32;
+    if (r->rng == 0)
+        r->rng = 1;
+    return 0;
+}
+
 /* request_start: sends c's next request: the next target in turn, with its key. */
 static void request_start(struct load_run *r, struct load_conn *c)
 {
     const struct load_target *t;
     size_t need;
 
-    c->target = (int)(r->next_target++ % (unsigned long)r->n_targets);
+    c->target = r->zipf_cdf ? zipf_pick(r) : (int)(r->next_target++ % (unsigned long)r->n_targets);
     t = &r->targets[c->target];
     c->seq++;
     if (r->o->keys)
@@ -1241,7 +1328,7 @@ static int run_init(struct load_run *r, const struct load_opts *o)
     r->timer_ns = INT64_MAX;
     r->st.errors = json_object();
     r->conns = calloc((size_t)o->conns, sizeof(*r->conns));
-    if (r->st.errors == NULL || r->conns == NULL || targets_build(r) != 0) {
+    if (r->st.errors == NULL || r->conns == NULL || targets_build(r) != 0 || zipf_build(r) != 0) {
         fputs("sale-load: out of memory\n", stderr);
         return 1;
     }
@@ -1285,6 +1372,7 @@ static int run_free(struct load_run *r)
     }
     for (int i = 0; r->targets && i < r->n_targets; i++)
         free(r->targets[i].head);
+    free(r->zipf_cdf);
     free(r->targets);
     free(r->conns);
     json_decref(r->st.errors);

@@ -8,6 +8,9 @@
 -- PREFIX, has each thread write one line per answer to the file PREFIX<thread number>:
 -- the status, the error ("-" for none), the request id ("-" when the body has none) and
 -- whether a Retry-After header came (1 or 0); the redis-crash scenario reads them.
+-- Arguments items=K (and zipf=S) spread the sales over item0001 .. itemK (item= in the
+-- path replaced): round robin, or with zipf=S at random, the item of rank r (item0001 is
+-- the hottest) with weight 1/r^S; each thread draws from its own seed.
 -- Each wrk thread is its own Lua state: the counters below are per thread; done()
 -- runs in the main state and sums them through thread:get().
 
@@ -23,10 +26,49 @@ end
 function init(args)
    wrk.path = args[1] or "/inventory/sale"
    ok, sold_out, unavailable, lock_timeout, other = 0, 0, 0, 0, 0
-   if args[2] then
-      record = assert(io.open(args[2] .. thread_number, "w"))
+   local prefix, k, s = nil, 0, 0
+   for i = 2, #args do
+      local name, value = args[i]:match("^(%a+)=([%d.]+)$")
+      if name == "items" then k = tonumber(value)
+      elseif name == "zipf" then s = tonumber(value)
+      elseif args[i] ~= "-" then prefix = args[i] end
+   end
+   if prefix then
+      record = assert(io.open(prefix .. thread_number, "w"))
       record:setvbuf("line")             -- whole lines, even when wrk is killed
    end
+   if k > 0 then items_init(k, s) end
+end
+
+-- Thread state: one request per item, built once, and with zipf the cumulative weights.
+function items_init(k, s)
+   local base, query = wrk.path:match("^([^?]*)%??(.*)$")
+   query = query:gsub("item=[^&]*&?", ""):gsub("&$", "")
+   requests, cdf, next_item = {}, nil, 0
+   for i = 1, k do
+      requests[i] = wrk.format(nil, string.format("%s?item=item%04d%s", base, i,
+                                                  query ~= "" and "&" .. query or ""))
+   end
+   if s > 0 then
+      cdf, sum = {}, 0
+      for i = 1, k do sum = sum + i ^ -s; cdf[i] = sum end
+      math.randomseed(os.time() * 100 + thread_number)
+   end
+end
+
+-- Thread state, once per request: the next item's, when items were given.
+function request()
+   if not requests then return wrk.format() end
+   if not cdf then
+      next_item = next_item % #requests + 1
+      return requests[next_item]
+   end
+   local u, lo, hi = math.random() * cdf[#cdf], 1, #cdf
+   while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      if cdf[mid] > u then hi = mid else lo = mid + 1 end
+   end
+   return requests[lo]
 end
 
 -- Thread state, once per answer. Only a 503's body is looked at (lock_timeout or not),

@@ -5,6 +5,14 @@
 
 # cluster_cli PORT ARG...: redis-cli to one node (the stack's password, never in argv).
 cluster_cli() { rcli -p "$@"; }
+# cluster_node_pid PORT: the pid of the node on PORT (deploy/up's pid file).
+cluster_node_pid() { head -n 1 "$RUN_DIR/node-$1.pid" 2>/dev/null | grep .; }
+# load_item_args K S: build/sale-load's arguments that spread its sales over item0001..K,
+# Zipf S (none when S is empty or 0).
+load_item_args() {
+    echo "--item-count $1"
+    case ${2:-0} in 0|'') ;; *) echo "--zipf $2" ;; esac
+}
 
 # cluster_masters: the ports of the masters now, as a node that answers sees them.
 cluster_masters() {
@@ -36,33 +44,29 @@ master_slots() {
             [.[] | select(.[2][1] == $p) | range(.[0]; .[1] + 1)] | .[:$n] | map(tostring) | join(",")'
 }
 
-# items_judge HISTORY ITEMS STOCK OUT: every item's state (one pipeline through rcli), the
-# history checked per item (loadtest/check-history --final-file), and what the history
-# says each item lost. Writes OUT.final (item -> stock left) and OUT.verdict; prints one
-# line "oversold items_oversold ledger_off lost sold_twice verdict": units sold beyond
-# the stock (summed), items oversold, items whose ledger length is not their sold,
-# acknowledged sales lost (200s beyond what each item's stock says was sold), units
-# sold twice (200s of one item sharing a remaining), and possible or impossible.
+# items_judge HISTORY K STOCK OUT: every item's state (loadtest/run's items_read: one
+# pipeline) and what the history says of each. Writes OUT.final (item -> stock left, for
+# history_verdict); prints one line "oversold items_oversold ledger_off lost sold_twice":
+# units sold beyond the stock (summed), items oversold, items whose ledger length is not
+# their sold, acknowledged sales lost (200s beyond what each item's stock says was sold),
+# units sold twice (200s of one item sharing a remaining).
 items_judge() {
     local hist=$1 k=$2 s=$3 out=$4
-    seq -f "item%04g" 1 "$k" | awk '{ printf "MGET stock:{%s} sold:{%s}\nXLEN orders:{%s}\n", $1, $1, $1 }' |
-        rcli > "$out.state" 2>&1
-    python3 - "$hist" "$k" "$s" "$out" <<'EOF'
+    items_read "$k" "$out.state"   # loadtest/run's: "NAME STOCK SOLD LEDGER" a line
+    python3 - "$hist" "$s" "$out" <<'EOF'
 import json, sys
-hist, k, stock, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-vals = [l.strip() for l in open(out + ".state")]
-items = ["item%04d" % i for i in range(1, k + 1)]
+hist, stock, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 final, oversold, items_over, ledger_off = {}, 0, 0, 0
-for i, it in enumerate(items):
-    left, sold, ledger = (int(v or 0) for v in vals[3 * i:3 * i + 3])
-    final[it] = left
+for line in open(out + ".state"):
+    name, left, sold, ledger = line.split()
+    left, sold, ledger = int(left or 0), int(sold or 0), int(ledger or 0)
+    final[name] = left
     over = sold - (stock - left)
     oversold += max(0, over)
     items_over += over > 0
     ledger_off += ledger != sold
 json.dump(final, open(out + ".final", "w"))
-sales, seen = {}, {}
-twice = 0
+sales, seen, twice = {}, set(), 0
 for line in open(hist):
     r = json.loads(line)
     if r.get("status") != 200:
@@ -71,7 +75,7 @@ for line in open(hist):
     sales[it] = sales.get(it, 0) + 1
     key = (it, r.get("remaining"))
     twice += key in seen
-    seen[key] = 1
+    seen.add(key)
 lost = sum(max(0, n - (stock - final.get(it, stock))) for it, n in sales.items())
 print(oversold, items_over, ledger_off, lost, twice)
 EOF
