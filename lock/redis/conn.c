@@ -259,10 +259,13 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct lock_err
         rd_thread_conn_close(rc, cn);
     for (int tries = 0;; tries++) {
         if ((cn = rc->locator->open(rc, server, err)) == NULL) {
-            /* No connection: nothing of the caller's was sent (a try took nothing). */
+            /* No connection: nothing of the caller's was sent (a try took nothing). The
+             * server may have moved (a cluster's master died): the locator looks again. */
             if (err->fault == LOCK_E_CONNECTION || err->fault == LOCK_E_TIMEOUT)
                 err->fault = LOCK_E_CONNECT;
             rd_tell_state(rc, 0, err->msg);
+            if (rc->locator->forget)
+                rc->locator->forget(rc);
             return NULL;
         }
         conn_list(rc, cn);
