@@ -11,14 +11,16 @@ in_net() {
 # at_host ADDR DEFAULT_HOST: "HOST PORT" of ADDR, a port (on DEFAULT_HOST) or HOST:PORT.
 at_host() { case $1 in *:*) echo "${1%:*} ${1##*:}" ;; *) echo "$2 $1" ;; esac; }
 
-# free_port: prints a TCP port nobody listens on, on 127.0.0.1. Drawn below the kernel's
-# ephemeral range (ip_local_port_range), where outgoing connections take their ports.
+# free_port [ROOM]: prints a TCP port nobody listens on, on 127.0.0.1. Drawn below the
+# kernel's ephemeral range (ip_local_port_range), where outgoing connections take their
+# ports, so low that the port + ROOM is below it too (a cluster node's bus port is its
+# port + 10000).
 free_port() {
-    local p lo=32768
+    local p lo=32768 room=${1:-0}
     read -r lo _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
-    [ "$lo" -gt 12000 ] || lo=32768
+    [ "$lo" -gt $((12000 + room)) ] || lo=32768
     for _ in $(seq 100); do
-        p=$(shuf -i "10000-$((lo - 1))" -n 1)
+        p=$(shuf -i "10000-$((lo - 1 - room))" -n 1)
         (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
     done
     return 1

@@ -213,8 +213,12 @@ start_cluster() {
             "$RUN_DIR/node-$p.pid" --cluster-enabled yes --cluster-config-file nodes.conf \
             --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT_MS" --cluster-replica-validity-factor 0 \
             --repl-diskless-sync-delay 0 --appendfilename appendonly.aof
-        wait_until "$START_WAIT_S" "$REDIS_STARTED_PID" redis_pings "$p" ||
+        if ! wait_until "$START_WAIT_S" "$REDIS_STARTED_PID" redis_pings "$p"; then
+            # Its bus port (port + 10000) taken, by an outgoing connection perhaps: exit 3.
+            grep -q 'Address already in use' "$RUN_DIR/node-$p.log" &&
+                { echo "deploy/up: port $p or its bus port $((p + 10000)) is taken; choose another --redis-port" >&2; exit 3; }
             fail_with_log "cluster node on port $p" "$RUN_DIR/node-$p.log"
+        fi
         nodes+=("$REDIS_HOST:$p")
     done
     rcli -p "${nodes[0]##*:}" cluster info 2>/dev/null | grep -q '^cluster_known_nodes:1.\?$' ||

@@ -86,7 +86,7 @@ start_cluster() {
     CLUSTER_PORTS=""
     for i in $(seq $(($1 * 2))); do
         for _ in 1 2 3 4 5; do
-            p=$(free_port)
+            p=$(free_port 10000)   # its bus port, p + 10000, below the ephemeral range too
             (exec 3<>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null || break
         done
         mkdir -p "$T_TMP/node-$p"

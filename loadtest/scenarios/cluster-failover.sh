@@ -23,11 +23,14 @@ defaults_cluster_failover="ttl=30000 wait=10000 stock=1000000 cluster items=1000
 
 . "$SCENARIO_DIR/cluster.sh"
 
-# replica_of PORT: the port of a replica of the master on PORT.
+# replica_of PORT: the port of a replica of the master on PORT (as the replica's ROLE says).
 replica_of() {
-    local id
-    id=$(cluster_cli "$1" cluster myid)
-    cluster_cli "$1" cluster nodes | awk -v id="$id" '$4 == id { split($2, a, "[:@]"); print a[2]; exit }'
+    local p
+    for p in $CLUSTER_PORTS; do
+        [ "$(cluster_cli "$p" role 2>/dev/null | sed -n '1p;3p' | paste -sd' ')" = "slave $1" ] &&
+            { echo "$p"; return 0; }
+    done
+    return 1
 }
 
 # items_on PORT K: the items of item0001..K whose slots the master on PORT serves, one a line.
