@@ -107,6 +107,25 @@ echo "{\"two\": $(redis-cli -p "$RP" get 'stock:{two}'), \"three\": $(redis-cli 
 check_eq "--items: check-history with --final-file: possible" 0 \
     "$("$CHECK" "$T_TMP/i.jsonl" --stock 40 --final-file "$T_TMP/finals.json" >/dev/null 2>&1; echo $?)"
 
+# --- --item-count K, uniform and Zipf ---
+for i in $(seq -f %04g 1 20); do printf 'SET stock:{item%s} 1000000\n' "$i"; done | redis-cli -p "$RP" >/dev/null
+check_eq "--item-count 20: exit 0" 0 \
+    "$("$LOAD" --url "$URL_A" -c 4 -d 1 --item-count 20 --history "$T_TMP/u.jsonl" >/dev/null 2>&1; echo $?)"
+check_eq "  round robin over item0001..item0020: 20 items, counts within 1 of each other" "20 ok" \
+    "$(jq -r .item "$T_TMP/u.jsonl" | sort | uniq -c | awk '{ n++; if (min == "" || $1 < min) min = $1; if ($1 > max) max = $1 }
+        END { print n, (max - min <= 1 ? "ok" : "bad") }')"
+check_eq "--item-count 20 --zipf 1.1: exit 0" 0 \
+    "$("$LOAD" --url "$URL_A" -c 4 -d 2 --item-count 20 --zipf 1.1 --seed 7 --history "$T_TMP/z.jsonl" >/dev/null 2>&1; echo $?)"
+# Zipf 1.1 over 20 items: item0001 takes 1/H = 31.3 %, item0002 14.6 %, item0020 1.2 %.
+shares=$(jq -r .item "$T_TMP/z.jsonl" | sort | uniq -c | awk '{ n[$2] = $1; t += $1 } END {
+    printf "%.3f %.3f %.3f", n["item0001"] / t, n["item0002"] / t, n["item0020"] / t }')
+echo "       Zipf 1.1 shares of item0001, item0002, item0020: $shares (of $(lines "$T_TMP/z.jsonl"))"
+check "  skewed as 1/r^1.1 says: item0001 28-35 %, item0002 12-17 %, item0020 0.6-1.8 %" \
+    awk -v s="$shares" 'BEGIN { split(s, f, " "); exit !(f[1] > 0.28 && f[1] < 0.35 && f[2] > 0.12 && f[2] < 0.17 && f[3] > 0.006 && f[3] < 0.018) }'
+check_eq "--zipf without items: exit 2" 2 "$("$LOAD" --url "$URL_A" -c 1 -d 1 --zipf 1.1 >/dev/null 2>&1; echo $?)"
+check_eq "--items and --item-count: exit 2" 2 "$("$LOAD" --url "$URL_A" -c 1 -d 1 --items a,b --item-count 3 >/dev/null 2>&1; echo $?)"
+check_eq "--item-count 100001: exit 2" 2 "$("$LOAD" --url "$URL_A" -c 1 -d 1 --item-count 100001 >/dev/null 2>&1; echo $?)"
+
 # --- an instance killed mid-run: status 0, reconnects that back off, no hang ---
 redis-cli -p "$RP" set 'stock:{four}' 1000000 >/dev/null
 t0=$(now_ms)
@@ -216,7 +235,8 @@ check_eq "no --url: exit 2" 2 "$("$LOAD" -c 1 -d 1 >/dev/null 2>&1; echo $?)"
 check_eq "an unknown option: exit 2" 2 "$("$LOAD" --url "$URL_A" -c 1 -d 1 --pipeline >/dev/null 2>&1; echo $?)"
 check_eq "--help: exit 0" 0 "$("$LOAD" --help >"$T_TMP/help" 2>&1; echo $?)"
 check "--help: the usage and every option" sh -c "grep -q '^Usage: sale-load --url' $T_TMP/help && \
-    grep -q -- '--history FILE' $T_TMP/help && grep -q -- '--timeout-ms MS' $T_TMP/help && grep -q -- '--items' $T_TMP/help"
+    grep -q -- '--history FILE' $T_TMP/help && grep -q -- '--timeout-ms MS' $T_TMP/help && grep -q -- '--items' $T_TMP/help && \
+    grep -q -- '--item-count K' $T_TMP/help && grep -q -- '--zipf S' $T_TMP/help"
 check_eq "a history that cannot be opened: exit 1" 1 \
     "$("$LOAD" --url "$URL_A" -c 1 -d 0.1 --history "$T_TMP/no/such/dir/h.jsonl" >/dev/null 2>&1; echo $?)"
 check_eq "nobody listening (the killed instance): no request sent, exit 1" 1 \

@@ -28,6 +28,7 @@ lt() {
     rc=$?
     json=$(tail -n 1 "$T_TMP/$name.out")
     sed 's/^/    /' "$T_TMP/$name.out"
+    [ "$rc" = 0 ] || tail -n 3 "$T_TMP/$name.err" | sed 's/^/    /'
 }
 
 # v2: a mutex per process, two processes; 20 ms of work between read and write.
@@ -92,5 +93,39 @@ check "an unknown version: says why" grep -q "unknown lock version" "$T_TMP/bad.
 check_eq "an unknown version: nothing left running" "" "$(leftovers "$T_TMP/bad")"
 loadtest/run -d 1 >/dev/null 2>&1; rc=$?
 check_eq "no --lock: bad usage (exit 2)" 2 "$rc"
+
+# --- many items: every check per item ---------------------------------------------------
+lt v2items --lock v2 --stock 20 -c 20 -d 2 --items 4 --query work_ms=10
+check_eq "v2 on 4 items: done" 0 "$rc"
+check "  items oversold counted (> 0), of 4 checked" \
+    test "$(field items_oversold)" -gt 0 -a "$(field items_checked)" = 4
+check "  oversold is the units sold beyond each item's stock, summed (> 0)" test "$(field oversold)" -gt 0
+check_eq "  the invariant reported broken, the flaw shown" "false true" "$(field invariant_ok) $(field flaw)"
+check "  the summary names an item off" grep -q 'off: item000[1-4] (stock' "$T_TMP/v2items.out"
+lt v8items --lock v8 --stock 100000 -c 16 -d 2 --items 30 --zipf 1.1 --history "$T_TMP/v8items.jsonl"
+check_eq "v8 on 30 items, Zipf 1.1, with a history: done, nothing oversold, every item's counts right" \
+    "0 0 0 true true" "$rc $(field oversold) $(field items_oversold) $(field invariant_ok) $(field ledger_ok)"
+check_eq "  items and zipf in the JSON line" "30 1.1" "$(field items) $(field zipf)"
+check_eq "  the history checked per item (--final-file): possible" possible "$(field history)"
+check "  the load was Zipf-skewed: item0001 sold most" sh -c "jq -r 'select(.status == 200) | .item' $T_TMP/v8items.jsonl | sort | uniq -c | sort -rn | head -n 1 | grep -q ' item0001$'"
+loadtest/run --lock v8 --zipf 1.1 -d 1 >/dev/null 2>&1; rc=$?
+check_eq "--zipf without --items: bad usage" 2 "$rc"
+loadtest/run --lock v8 --cluster 2 -d 1 >/dev/null 2>&1; rc=$?
+check_eq "--cluster 2: bad usage" 2 "$rc"
+
+# --- Redis Cluster: the scenarios, short ----------------------------------------------------
+lt reshard --lock v8 --scenario cluster-reshard --items 200 -d 10
+check_eq "cluster-reshard (v8, 200 items, 10 s): played, nothing oversold or lost, history possible" \
+    "0 false 0" "$rc $(field flaw) $(field oversold)"
+check "  the hot items' slots and 2,000 others moved there and back, while selling" \
+    grep -qE 'all back, in [0-9]+ ms \([0-9]{4} slot moves' "$T_TMP/reshard.out"
+check "  the instances followed them (MOVED or ASK counted)" \
+    grep -qE 'followed MOVED ([1-9][0-9]*), ASK [0-9]+|followed MOVED [0-9]+, ASK [1-9]' "$T_TMP/reshard.out"
+lt failover --lock atomic --scenario cluster-failover --items 200 -d 10
+check_eq "cluster-failover (atomic, 200 items, 10 s): played, the instances followed within a second" \
+    "0 false" "$rc $(field flaw)"
+check "  a replica promoted, and the dead master's items sold again after it" \
+    grep -qE 'said master [0-9]+ ms later; the first sale of those items answered [0-9]+ ms after that' "$T_TMP/failover.out"
+check_eq "  nothing left running" "" "$(leftovers "$T_TMP/failover")"
 
 t_report

@@ -14,12 +14,12 @@ load_item_args() {
     case ${2:-0} in 0|'') ;; *) echo "--zipf $2" ;; esac
 }
 
-# cluster_masters: the ports of the masters now, as a node that answers sees them.
+# cluster_masters: the ports of the masters now, each as its own ROLE says (another
+# node's CLUSTER NODES may not know yet that one was made a replica).
 cluster_masters() {
     local p
     for p in $CLUSTER_PORTS; do
-        cluster_cli "$p" cluster nodes 2>/dev/null | awk '$3 ~ /master/ && $3 !~ /fail/ {
-            split($2, a, "[:@]"); print a[2] }' | sort -n && return 0
+        [ "$(cluster_cli "$p" role 2>/dev/null | head -n 1)" != master ] || echo "$p"
     done
 }
 
