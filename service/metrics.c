@@ -105,11 +105,34 @@ void metrics_overlap(void)
     atomic_fetch_add(&overlaps, 1);
 }
 
+/* A Redis Cluster's redirects and slot map reads (all 0 on one Redis). */
+static void render_cluster(FILE *f)
+{
+    struct rd_redirects r;
+
+    rd_client_redirects(svc_redis, &r);
+    fprintf(f, "# HELP inventory_redis_redirects_total Cluster replies that sent a command "
+               "elsewhere (moved, ask) or asked it to wait (tryagain).\n"
+               "# TYPE inventory_redis_redirects_total counter\n"
+               "inventory_redis_redirects_total{kind=\"moved\"} %lld\n"
+               "inventory_redis_redirects_total{kind=\"ask\"} %lld\n"
+               "inventory_redis_redirects_total{kind=\"tryagain\"} %lld\n",
+            r.moved, r.ask, r.tryagain);
+    fprintf(f, "# HELP inventory_redis_tryagain_wait_seconds_total Time spent waiting out "
+               "TRYAGAIN (a slot migrating).\n"
+               "# TYPE inventory_redis_tryagain_wait_seconds_total counter\n"
+               "inventory_redis_tryagain_wait_seconds_total %.3f\n"
+               "# HELP inventory_redis_cluster_map_reads_total Times the cluster's slot map was "
+               "read (at start, after MOVED, once per burst).\n"
+               "# TYPE inventory_redis_cluster_map_reads_total counter\n"
+               "inventory_redis_cluster_map_reads_total %lld\n",
+            r.tryagain_wait_ms / 1000.0, r.map_reads);
+}
+
 char *metrics_render(size_t *len)
 {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
-    struct rd_redirects redirects;
 
     if (f == NULL)
         return NULL;
@@ -160,23 +183,8 @@ char *metrics_render(size_t *len)
     COUNTER("inventory_overlaps_total",
             "Sales that entered the critical section while another was inside (--faults probe).",
             atomic_load(&overlaps));
-    rd_client_redirects(svc_redis, &redirects);
-    COUNTER("inventory_redis_cluster_map_reads_total",
-            "Times the cluster's slot map was read (at start, after MOVED, once per burst).",
-            redirects.map_reads);
 #undef COUNTER
-    fprintf(f, "# HELP inventory_redis_tryagain_wait_seconds_total Time spent waiting out "
-               "TRYAGAIN (a slot migrating).\n"
-               "# TYPE inventory_redis_tryagain_wait_seconds_total counter\n"
-               "inventory_redis_tryagain_wait_seconds_total %.3f\n",
-            redirects.tryagain_wait_ms / 1000.0);
-    fprintf(f, "# HELP inventory_redis_redirects_total Cluster replies that sent a command "
-               "elsewhere (moved, ask) or asked it to wait (tryagain).\n"
-               "# TYPE inventory_redis_redirects_total counter\n"
-               "inventory_redis_redirects_total{kind=\"moved\"} %lld\n"
-               "inventory_redis_redirects_total{kind=\"ask\"} %lld\n"
-               "inventory_redis_redirects_total{kind=\"tryagain\"} %lld\n",
-            redirects.moved, redirects.ask, redirects.tryagain);
+    render_cluster(f);
     fprintf(f, "# HELP inventory_sale_batches_total Critical sections (or atomic scripts) run.\n"
                "# TYPE inventory_sale_batches_total counter\ninventory_sale_batches_total %lld\n"
                "# HELP inventory_sale_batched_total Sales served in them (--combine: up to N each).\n"
