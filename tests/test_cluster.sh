@@ -184,6 +184,12 @@ cat "$T_TMP"/h-* > "$T_TMP/history"
 statuses=$(jq -r .status "$T_TMP/history" | sort -u | paste -sd' ')
 echo "       answers: $(jq -r .status "$T_TMP/history" | sort | uniq -c | paste -sd' ')"
 check "  every answer 200, 409 or 503 ($statuses)" sh -c "echo '$statuses' | grep -qxE '(200|409|503)( (200|409|503))*'"
+# Notify's sharded channel of the hot item: Redis ends its subscriptions as its slot moves
+# away (sunsubscribe); the instances subscribe again where it is now.
+owner=$(owner_of_item item0001)
+chan_on() { redis-cli -p "$1" pubsub shardchannels 'lock:{item0001}' | grep -c .; }
+check_eq "  the hot item's channel subscribed again on its owner after its slot moved away and back, nowhere else" \
+    "1 0" "$(chan_on "$owner") $(for p in $CLUSTER_MASTERS; do [ "$p" = "$owner" ] || chan_on "$p"; done | sort -u | paste -sd' ')"
 check "  the clients followed the move (ASK or MOVED counted)" sh -c "curl -s http://127.0.0.1:$P1/metrics http://127.0.0.1:$P2/metrics | grep -E 'redirects_total\\{kind=\"(ask|moved)\"\\} [1-9]' | grep -q ."
 bad="" final="{"
 for i in $(seq -f %04g 1 20); do
