@@ -104,9 +104,14 @@ start_nginx() {
     write_nginx_conf > "$RUN_DIR/nginx.conf"
     mark_log "$RUN_DIR/nginx-error.log"
     # nginx checks the configuration and binds before it daemonizes: errors come back here.
-    "$NGINX_BIN" -p "$RUN_DIR/nginx" -c "$RUN_DIR/nginx.conf" -e "$RUN_DIR/nginx-error.log" \
-        </dev/null >>"$RUN_DIR/nginx-error.log" 2>&1 ||
+    if ! "$NGINX_BIN" -p "$RUN_DIR/nginx" -c "$RUN_DIR/nginx.conf" -e "$RUN_DIR/nginx-error.log" \
+        </dev/null >>"$RUN_DIR/nginx-error.log" 2>&1; then
+        # Its port taken since deploy/up looked (another program's start): exit 3, the
+        # caller may draw another port.
+        tail -n 3 "$RUN_DIR/nginx-error.log" | grep -q 'Address already in use' &&
+            { echo "deploy/up: port $NGINX_PORT (nginx, --port) was taken as nginx started; choose another" >&2; exit 3; }
         fail_with_log "nginx on port $NGINX_PORT" "$RUN_DIR/nginx-error.log"
+    fi
     wait_until "$START_WAIT_S" "" test -s "$RUN_DIR/nginx.pid" ||
         fail_with_log "nginx (no pid file)" "$RUN_DIR/nginx-error.log"
     wait_until "$START_WAIT_S" "" healthy_through_nginx || {

@@ -221,16 +221,23 @@ start_cluster() {
         fi
         nodes+=("$REDIS_HOST:$p")
     done
-    rcli -p "${nodes[0]##*:}" cluster info 2>/dev/null | grep -q '^cluster_known_nodes:1.\?$' ||
-        die "the cluster nodes on $CLUSTER_NODE_PORTS already belong to a cluster (old nodes.conf in $RUN_DIR/node-*?)"
-    # --cluster create makes the first N masters and gives each a replica from the rest.
-    if [ -n "$REDIS_PASSWORD_FILE" ]; then
+    if ! rcli -p "${nodes[0]##*:}" cluster info 2>/dev/null | grep -q '^cluster_known_nodes:1.\?$'; then
+        # A second up in this run directory: the nodes know their cluster (nodes.conf) and
+        # come back with their data; a node that does not means the directory is mixed.
+        for p in $CLUSTER_NODE_PORTS; do
+            [ -s "$RUN_DIR/node-$p/nodes.conf" ] ||
+                die "the cluster in $RUN_DIR is partly there (no nodes.conf for :$p): deploy/down, then remove $RUN_DIR/node-*"
+        done
+    elif [ -n "$REDIS_PASSWORD_FILE" ]; then
+        # --cluster create makes the first N masters and gives each a replica from the rest.
         REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") redis-cli --cluster create "${nodes[@]}" \
-            --cluster-replicas 1 --cluster-yes > "$RUN_DIR/cluster-create.log" 2>&1
+            --cluster-replicas 1 --cluster-yes > "$RUN_DIR/cluster-create.log" 2>&1 ||
+            { tail -n 5 "$RUN_DIR/cluster-create.log" >&2; die "redis-cli --cluster create failed"; }
     else
         redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes \
-            > "$RUN_DIR/cluster-create.log" 2>&1
-    fi || { tail -n 5 "$RUN_DIR/cluster-create.log" >&2; die "redis-cli --cluster create failed"; }
+            > "$RUN_DIR/cluster-create.log" 2>&1 ||
+            { tail -n 5 "$RUN_DIR/cluster-create.log" >&2; die "redis-cli --cluster create failed"; }
+    fi
     for p in $CLUSTER_NODE_PORTS; do
         wait_until "$START_WAIT_S" "" cluster_ok "$p" ||
             fail_with_log "the cluster (node $p never said cluster_state:ok)" "$RUN_DIR/node-$p.log"

@@ -236,24 +236,35 @@ static struct rd_conn *shard_for(struct notify *n, struct shard *shards, int *ns
 }
 
 /* Sends SSUBSCRIBE for every key waited on that has no subscription (nor one asked for),
- * on its slot's node. */
+ * on its slot's node. The keys are taken under the table's lock, the network is used
+ * outside it (finding a slot's node may read the cluster's map): waiters go on meanwhile. */
 static void subscribe_new(struct notify *n, struct shard *shards, int *ns)
 {
+    enum { BATCH = 64 };
+    struct key_queue *todo[BATCH];
     struct lock_error err;
+    int k = 0;
 
     pthread_mutex_lock(&n->table_mu);
-    for (struct key_queue *q = n->queues; q; q = q->next) {
-        struct rd_conn *cn;
-        int server;
-        if (q->asked || atomic_load(&q->subscribed) ||
-            (server = rd_key_server(n->lc->redis, q->key, &err)) < 0 ||
-            (cn = shard_for(n, shards, ns, server, q->key)) == NULL ||
-            rd_conn_send(cn, &err, "SSUBSCRIBE %s", q->key) != LOCK_OK)
-            continue;
-        q->asked = 1;
-        q->server = rd_conn_server(cn);
-    }
+    for (struct key_queue *q = n->queues; q && k < BATCH; q = q->next)
+        if (!q->asked && !atomic_load(&q->subscribed)) {
+            q->asked = 1;   /* taken; put back below if it cannot be sent */
+            todo[k++] = q;
+        }
     pthread_mutex_unlock(&n->table_mu);
+    for (int i = 0; i < k; i++) {
+        struct key_queue *q = todo[i];   /* queues live until the client goes */
+        struct rd_conn *cn = NULL;
+        int server = rd_key_server(n->lc->redis, q->key, &err);
+        if (server < 0 || (cn = shard_for(n, shards, ns, server, q->key)) == NULL ||
+            rd_conn_send(cn, &err, "SSUBSCRIBE %s", q->key) != LOCK_OK)
+            cn = NULL;
+        pthread_mutex_lock(&n->table_mu);
+        q->asked = cn != NULL;
+        if (cn)
+            q->server = rd_conn_server(cn);
+        pthread_mutex_unlock(&n->table_mu);
+    }
 }
 
 /* Every key subscribed or asked for on server (all when server is -1) loses it: asked

@@ -250,6 +250,11 @@ check_eq "  sales of three items through nginx" "200 200 200 " "$codes"
 deploy/status --run-dir "$RUN6" > "$T_TMP/status6"; rc=$?
 check_eq "  status: all up" 0 "$rc"
 check "  status: six nodes, three masters with their slots" test "$(grep -c '^  node .*master, [0-9]* slots, cluster_state ok' "$T_TMP/status6")" = 3
+check "  up again in the same directory: the cluster restarts from its nodes.conf and data" \
+    deploy/up --run-dir "$RUN6" --cluster 3 --port "$NGINX_P" --redis-port "$CRP" \
+        --instance-ports "$A,$B" --lock v8
+check_eq "    the stock kept, where its slot is (item0003 sold one of 7)" 6 \
+    "$(. "$RUN6/stack.env"; rcli get 'stock:{item0003}')"
 pids=$(stack_pids "$RUN6")
 check_eq "  10 processes: 6 nodes, 2 instances, nginx and its worker" 10 "$(echo $pids | wc -w)"
 check "down: stops it" deploy/down --run-dir "$RUN6" --quiet

@@ -406,11 +406,11 @@ static void trip_finish(struct rd_client *rc, struct rd_trip *t)
 
     if (t->cn_ == NULL)
         return;
+    rd_thread_at(rc, t->server_);   /* what a failure drops: this trip's connection, or */
     if (t->status == LOCK_OK)
         t->status = resend_noscript(t->cn_, t->before, t->main, t->after, &t->err);
-    if (t->status == LOCK_OK && rc->locator->redirected)
+    if (t->status == LOCK_OK && rc->locator->redirected)   /* the one it was redirected to */
         t->status = follow_redirects(rc, b, t->slot_, &t->err);
-    rd_thread_at(rc, t->server_);
     if (t->status != LOCK_OK)
         rd_conn_failed(rc, &t->err);
     else if (demoted(t->before) || demoted(t->main) || demoted(t->after))
