@@ -39,7 +39,7 @@ LUA_SRC     := $(wildcard lock/scripts/*.lua service/scripts/*.lua)
 LOCK_OBJ    := $(LOCK_SRC:%.c=build/%.o)
 SERVICE_OBJ := $(SERVICE_SRC:%.c=build/%.o)
 HEADERS     := $(wildcard lock/*.h lock/redis/*.h service/*.h loadtest/*.h tests/*.h) \
-               build/lua_scripts.h build/script_args.h
+               build/lua_scripts.h build/script_args.h build/live_html.h
 
 .PHONY: all test demo bench fuzz model deps install clean
 all: build/inventory-service build/test_lock build/test_redis build/test_cluster $(if $(wildcard loadtest/report.c),build/evolution-report) \
@@ -58,6 +58,12 @@ FORCE:
 build/lua_scripts.h: $(LUA_SRC) lock/scripts/embed Makefile
 	@lock/scripts/embed build $(LUA_SRC)
 build/script_args.h: build/lua_scripts.h
+
+# The live page, built into the binary: service/live.html as a C string (live_html).
+build/live_html.h: service/live.html
+	@mkdir -p build
+	@{ echo '/* from service/live.html by the Makefile */'; echo 'static const char live_html[] = {'; \
+	   od -An -v -tx1 $< | sed -e 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0 };'; } > $@.tmp && mv $@.tmp $@
 
 build/%.o: %.c $(HEADERS) build/.flags
 	@mkdir -p $(dir $@)

@@ -66,6 +66,21 @@ EOF
             error_page 502 504 =503 @no_answer;
             error_page 400 413 414 494 =400 /.bad_request;   # (not inherited once set here)
         }
+        # The live page's stream (Server-Sent Events): passed on as it comes, never
+        # buffered; it is a read, so an instance that is down or refuses it (503: its
+        # streams are full, or it is stopping) is skipped for the next one: a browser's
+        # EventSource gives up for good on an answer other than 200.
+        location = /events {
+            proxy_pass http://inventory;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+            proxy_cache off;
+            proxy_read_timeout 60s;           # the stream sends a heartbeat every 2 s
+            proxy_next_upstream error timeout http_502 http_503 http_504;
+            proxy_next_upstream_tries 0;
+            add_header X-Upstream \$upstream_addr always;
+        }
         error_page 400 413 414 494 =400 /.bad_request;  # refused before any location
         location @no_answer {
             default_type application/json;

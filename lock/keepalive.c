@@ -54,8 +54,11 @@ static void lease_unlink_free(struct watchdog *w, struct lease *lease)
 /* The lease is found lost (once: counted then). */
 static void lease_lose(struct lock_client *lc, struct lease *lease)
 {
-    if (!atomic_exchange(&lease->lost, 1))
+    if (!atomic_exchange(&lease->lost, 1)) {
         atomic_fetch_add(&lc->lost_leases, 1);
+        if (lc->cfg.observe)
+            lc->cfg.observe(&lease->g, "lost", 0);
+    }
 }
 
 /* Renews one lease with the store's renew; called with w->mu let go. Its answer counts
@@ -75,6 +78,8 @@ static void renew_one(struct watchdog *w, struct lease *lease, unsigned long gen
     } else if (st == LOCK_OK) {
         atomic_store(&lease->valid_until_ms, sent + lc->cfg.ttl_ms);
         atomic_fetch_add(&lc->renewals, 1);
+        if (lc->cfg.observe)
+            lc->cfg.observe(&lease->g, "renewed", sent + lc->cfg.ttl_ms - lock_now_ms());
     } else if (st == LOCK_NOT_OWNER) {
         /* The lock no longer holds us: the lease ran out and someone else may hold it. */
         lease_lose(lc, lease);
@@ -165,6 +170,7 @@ void lock_keepalive_hold(struct lock_client *lc, const struct lock_grant *g)
     pthread_mutex_lock(&w->mu);
     lease = lease_find(w, g);
     if (lease == NULL && (lease = calloc(1, sizeof(*lease))) != NULL) {
+        strcpy(lease->g.item, g->item);
         strcpy(lease->g.key, g->key);
         strcpy(lease->g.owner, g->owner);
         lease->next = w->leases;

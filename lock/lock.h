@@ -42,6 +42,8 @@ enum lock_wait {
                               served: at most one thread per process and item asks Redis */
 };
 
+struct lock_grant;
+
 /* Process-wide settings of a lock_client, copied by lock_client_create(). */
 struct lock_config {
     struct rd_client *redis;  /* the data Redis: lock:{I}, fence:{I}, what rides along.
@@ -55,6 +57,10 @@ struct lock_config {
                                  data Redis acknowledged it (WAIT); 0: at once */
     const char *redis_user;   /* ACL user for the lock masters; NULL: the default user */
     const char *redis_password; /* their password; NULL: none. Never logged */
+    /* Optional: told what the watchdog does, on its thread (quick, no Redis): "renewed"
+     * with the lease it set, "lost" once a renewal was refused or the lease ran out. The
+     * service's live page shows them (service/events.c). */
+    void (*observe)(const struct lock_grant *g, const char *what, long long lease_ms);
 };
 
 /* What acquire hands back, and release takes. Lives on the caller's stack. */

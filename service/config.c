@@ -18,6 +18,7 @@ struct service_config svc = {
     .wait_ms = 10000,
     .retry_ms = 10,
     .max_conns = 1000,
+    .max_streams = 16,
     .combine = 1,
     .workers = 4,
     .idem_ttl_ms = 86400 * 1000L,
@@ -91,6 +92,11 @@ static void usage(FILE *out)
         "                    thread. Other limits: a connection idle (or stalled mid-request)\n"
         "                    for 120 s is closed; a request line and headers must fit in\n"
         "                    32 KB (else 414 or 431); a body is read and ignored\n"
+        "  --no-events       do not publish the lock's and the sales' events (events:{I},\n"
+        "                    for the live page /live); they are on by default, and cost\n"
+        "                    nothing while no page listens to an item\n"
+        "  --max-streams N   most /events streams served at once (default 16; more answer\n"
+        "                    503 too_many_streams), apart from --max-conns' sales\n"
         "  --list-versions   print the versions, tab-separated: name, alias, technique, flaw\n"
         "  --help            this text\n"
         "\n"
@@ -204,6 +210,8 @@ static void set_wait_ms(const char *a) { svc.wait_ms = number_flag("wait-ms", a,
 static void set_retry(const char *a) { svc.retry_ms = number_flag("retry-ms", a, 1, 10000); }
 static void set_faults(const char *a) { (void)a; svc.faults = 1; }
 static void set_max_conns(const char *a) { svc.max_conns = (int)number_flag("max-conns", a, 1, 100000); }
+static void set_max_streams(const char *a) { svc.max_streams = (int)number_flag("max-streams", a, 0, 1000); }
+static void set_no_events(const char *a) { (void)a; svc.no_events = 1; }
 static void set_combine(const char *a) { svc.combine = (int)number_flag("combine", a, 1, 256); }
 static void set_workers(const char *a) { svc.workers = (int)number_flag("workers", a, 1, 256); }
 static void set_masters(const char *a) { svc.lock_masters = a; }
@@ -287,6 +295,8 @@ static const struct flag {
     { .name = "faults", .has_arg = ARG_NONE, .set = set_faults },
     { .name = "name", .has_arg = ARG_REQUIRED, .set = set_name },
     { .name = "max-conns", .has_arg = ARG_REQUIRED, .set = set_max_conns },
+    { .name = "max-streams", .has_arg = ARG_REQUIRED, .set = set_max_streams },
+    { .name = "no-events", .has_arg = ARG_NONE, .set = set_no_events },
     { .name = "wait", .has_arg = ARG_REQUIRED, .set = set_wait },
     { .name = "combine", .has_arg = ARG_REQUIRED, .set = set_combine },
     { .name = "workers", .has_arg = ARG_REQUIRED, .set = set_workers },

@@ -9,6 +9,8 @@
 #include <time.h>
 
 #include "service/engine.h"
+#include "service/events.h"
+#include "live_html.h"
 #include "service/service.h"
 
 /* Sent as the answer, in one place: status code and JSON body (owned by this call), and
@@ -300,6 +302,34 @@ static enum MHD_Result route_metrics(struct MHD_Connection *conn, void **req_cls
     return ret;
 }
 
+/* GET /events?item=I: the item's events from every instance (stream.c). */
+static enum MHD_Result route_events(struct MHD_Connection *conn, void **req_cls)
+{
+    (void)req_cls;
+    struct params p;
+
+    if (params_parse(conn, &p, 0) != 0)
+        return answer_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", p.error);
+    return stream_serve(conn, p.item);
+}
+
+/* GET /live: the live page, one HTML file with its script, built in (service/live.html). */
+static enum MHD_Result route_live(struct MHD_Connection *conn, void **req_cls)
+{
+    (void)req_cls;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        sizeof(live_html) - 1, (void *)live_html, MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ret;
+
+    if (resp == NULL)
+        return MHD_NO;
+    MHD_add_response_header(resp, "Content-Type", "text/html; charset=utf-8");
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 /* The routes and the methods each takes. */
 static const struct route {
     const char *path;
@@ -310,6 +340,8 @@ static const struct route {
     { "/inventory", 0, route_inventory },
     { "/health", 0, NULL },
     { "/metrics", 0, route_metrics },
+    { "/events", 0, route_events },
+    { "/live", 0, route_live },
 };
 
 /* *req_cls of a request being read; a queued sale's is its job. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "service/engine.h"
+#include "service/events.h"
 #include "service/http.h"
 #include "service/service.h"
 
@@ -49,6 +50,7 @@ static int clients_create(void)
         .ttl_ms = svc.ttl_ms, .retry_ms = svc.retry_ms, .instance_id = svc.instance_id,
         .wait = svc.wait, .lock_masters = svc.lock_masters, .replicas = svc.replicas,
         .redis_user = svc.redis_user, .redis_password = password,
+        .observe = svc.no_events ? NULL : events_observe,
     };
     struct lock_error err = { 0 };
 
@@ -115,11 +117,13 @@ static void stop_gracefully(struct MHD_Daemon *d, int sig)
 {
     log_event("INFO", "stopping on %s: %lld sales in flight", sig == SIGINT ? "SIGINT" : "SIGTERM",
               metrics_in_flight_now());
+    streams_end(1000);   /* a suspended stream must be resumed before the daemon stops */
     MHD_quiesce_daemon(d);
     for (long long end = lock_now_ms() + svc.wait_ms + 500;
          metrics_in_flight_now() > 0 && lock_now_ms() < end;)
         lock_sleep_ms(5);
     engine_stop();
+    events_stop();
     lock_sleep_ms(50); /* the last answers leave the event loop */
     MHD_stop_daemon(d);
     log_event("INFO", "stopped");
@@ -153,21 +157,29 @@ int main(int argc, char **argv)
     if (clients_create() != 0)
         return 1;
     svc.event_loop = svc.atomic || svc.combine > 1;
+    if (!svc.no_events && events_start() != 0) {
+        fprintf(stderr, "inventory-service: cannot start the events' thread\n");
+        clients_destroy();
+        return 1;
+    }
     if (engine_start() != 0) {
         fprintf(stderr, "inventory-service: cannot start the engine's threads\n");
+        events_stop();
         clients_destroy();
         return 1;
     }
     if ((d = daemon_start(&addr)) == NULL) {
         fprintf(stderr, "inventory-service: cannot listen on %s:%d (in use?)\n", svc.bind, svc.port);
         engine_stop();
+        events_stop();
         clients_destroy();
         return 1;
     }
     log_event("INFO", "listening on %s:%d, lock %s, wait %s, combine %d, redis %s, "
-              "replicas %d, ttl %ld ms, wait limit %ld ms%s", svc.bind, svc.port, svc.version,
+              "replicas %d, ttl %ld ms, wait limit %ld ms%s%s", svc.bind, svc.port, svc.version,
               svc.atomic ? "none" : lock_wait_name(svc_lock->cfg.wait), svc.combine,
-              svc.redis_label, svc.replicas, svc.ttl_ms, svc.wait_ms, svc.faults ? ", faults on" : "");
+              svc.redis_label, svc.replicas, svc.ttl_ms, svc.wait_ms, svc.faults ? ", faults on" : "",
+              svc.no_events ? ", no events" : "");
 
     while (sigwait(&stop, &sig) != 0)
         ;

@@ -1,5 +1,6 @@
 /* metrics.c - Counters for /metrics, in the Prometheus text format. Lock-free. */
 #include "service/service.h"
+#include "service/events.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -105,6 +106,23 @@ void metrics_overlap(void)
     atomic_fetch_add(&overlaps, 1);
 }
 
+/* The live page's: events published and dropped, streams open. */
+static void render_events(FILE *f)
+{
+    fprintf(f, "# HELP inventory_events_published_total Messages of events published (one per "
+               "item and 50 ms with events).\n"
+               "# TYPE inventory_events_published_total counter\n"
+               "inventory_events_published_total %lld\n"
+               "# HELP inventory_events_dropped_total Events not published: an item's buffer or "
+               "the items' table was full.\n"
+               "# TYPE inventory_events_dropped_total counter\n"
+               "inventory_events_dropped_total %lld\n"
+               "# HELP inventory_event_streams /events streams open now.\n"
+               "# TYPE inventory_event_streams gauge\n"
+               "inventory_event_streams %d\n",
+            events_published(), events_dropped(), streams_open());
+}
+
 /* A Redis Cluster's redirects and slot map reads (all 0 on one Redis). */
 static void render_cluster(FILE *f)
 {
@@ -185,6 +203,7 @@ char *metrics_render(size_t *len)
             atomic_load(&overlaps));
 #undef COUNTER
     render_cluster(f);
+    render_events(f);
     fprintf(f, "# HELP inventory_sale_batches_total Critical sections (or atomic scripts) run.\n"
                "# TYPE inventory_sale_batches_total counter\ninventory_sale_batches_total %lld\n"
                "# HELP inventory_sale_batched_total Sales served in them (--combine: up to N each).\n"

@@ -3,6 +3,7 @@
  * One grant serves one sale, or batch after batch of them (--combine: workers.c gathers
  * them). The atomic baseline is sale_atomic.c; the teaching faults are faults.c. */
 #include "service/service.h"
+#include "service/events.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,6 +19,36 @@ enum sell_step {
     SELL_RELEASED,    /* the write rode with the release: the grant is given back */
     SELL_AGAIN        /* released, nothing written: Redis did not have the write script */
 };
+
+/* The live page's view of a release: how it ended. */
+static void event_released(const struct lock_grant *g, int st)
+{
+    event_emit(g->item, g->owner, "released", "\"result\":\"%s\"",
+               st == LOCK_OK ? "ok" : st == LOCK_EXPIRED ? "expired" : st == LOCK_STOLEN ? "stolen"
+                                                                      : "error");
+}
+
+/* The live page's view of a write the fence refused (the grant's token is stale). */
+static void event_if_fenced(const struct lock_grant *g, struct sale_request **rqs)
+{
+    if (g->token > 0 && rqs[0]->out.result == SALE_LEASE_LOST)
+        event_emit(g->item, g->owner, "fenced", "\"token\":%lld", g->token);
+}
+
+/* The live page's view of an acquire: the grant (its lease left, 0 for none), or a
+ * timeout. */
+static void event_acquired(const char *item, const struct lock_grant *g, int st)
+{
+    long long now = lock_now_ms();
+
+    if (st == LOCK_OK)
+        event_emit(item, g->owner, "acquired",
+                   "\"owner\":\"%.8s%s\",\"token\":%lld,\"depth\":%d,\"lease_ms\":%lld,"
+                   "\"waited_ms\":%lld", g->owner, strrchr(g->owner, ':') ? strrchr(g->owner, ':') : "",
+                   g->token, g->depth, g->valid_until_ms ? g->valid_until_ms - now : 0, g->waited_ms);
+    else if (st == LOCK_TIMEOUT)
+        event_emit(item, g->owner, "timeout", "\"waited_ms\":%lld", g->waited_ms);
+}
 
 /* Decide: of n sales, how many the stock covers. */
 static long long decide(long long stock, int n)
@@ -133,8 +164,12 @@ static enum sell_step write_and_release(struct lock_grant *g, struct rd_batch *w
     struct lock_pause pause;
     struct rd_reply *r;
     int wait_at = at >= 0 ? sale_replicas_add(writes) : -1;
-    int st = lock_release(svc_lock, g, writes->n ? writes : NULL,
-                          faults_release_pause(rqs[0], &pause), &err);
+    int st;
+
+    event_emit(g->item, g->owner, "leave", NULL);   /* before the release is sent */
+    st = lock_release(svc_lock, g, writes->n ? writes : NULL, faults_release_pause(rqs[0], &pause),
+                      &err);
+    event_released(g, st);
 
     if (st == LOCK_EXPIRED || st == LOCK_STOLEN)
         for (int i = 0; i < n; i++)
@@ -147,6 +182,7 @@ static enum sell_step write_and_release(struct lock_grant *g, struct rd_batch *w
         return SELL_AGAIN;   /* nothing ran; the layer has loaded it for the next grant */
     } else {
         sale_write_result(r, k, rqs, n);
+        event_if_fenced(g, rqs);
         sale_replicas_check(writes, wait_at, rqs, n);
     }
     return SELL_RELEASED;
@@ -173,11 +209,13 @@ static enum sell_step sell_batch(struct lock_grant *g, long long *stock, struct 
         probe = probe_id;
     }
     write = critical_section(g, *stock, &k, rqs, n, probe);
+    event_emit(g->item, g->owner, "sale", "\"stock\":%lld,\"n\":%d,\"sold\":%lld,\"lost\":%d",
+               *stock, n, write ? k : 0, rqs[0]->out.lease_lost);
     leaving(&writes, &at, g, *stock, k, write, batch, rqs, n, probe);   /* at -1: no write */
     if (last)
         step = write_and_release(g, &writes, at, k, rqs, n);
-    else if (writes.n)
-        step = write_alone(&writes, at, stock, k, rqs, n);
+    else if (writes.n && (step = write_alone(&writes, at, stock, k, rqs, n)) == SELL_FAILED)
+        event_if_fenced(g, rqs);
     rd_batch_reset(&writes);
     return step;
 }
@@ -187,7 +225,8 @@ static void release_alone(struct lock_grant *g)
 {
     struct lock_error err = { 0 };
 
-    lock_release(svc_lock, g, NULL, NULL, &err);
+    event_emit(g->item, g->owner, "leave", NULL);
+    event_released(g, lock_release(svc_lock, g, NULL, NULL, &err));
 }
 
 static long long min_ll(long long a, long long b)
@@ -238,6 +277,8 @@ static enum sell_step serve_batches(struct lock_grant *g, long long stock, struc
                               ? 0 : min_ll(lock_now_ms() + line->linger_ms,
                                            g->acquired_ms + line->hold_ms);
         if (step == SELL_UNSURE) {
+            event_emit(g->item, g->owner, "leave", NULL);
+            event_emit(g->item, g->owner, "released", "\"result\":\"abandoned\"");
             lock_abandon(svc_lock, g);
             return SELL_RELEASED;
         }
@@ -264,7 +305,7 @@ void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line
     for (int attempt = 0; attempt < 2; attempt++) {
         struct rd_batch read = { 0 };
         struct lock_error err = { 0 };
-        struct lock_grant g;
+        struct lock_grant g = { .owner = "" };
         long long stock = 0;
         char msg[160] = "";
         enum sale_result res = SALE_ERROR;
@@ -275,6 +316,7 @@ void sale_serve(struct sale_request *first, long wait_ms, const struct sale_line
         if (st == LOCK_OK) {
             st = lock_acquire(svc_lock, item, wait_ms, &g, &read, &err);
             metrics_lock_wait(g.waited_ms);
+            event_acquired(item, &g, st);
         }
         if (st == LOCK_OK) {
             n += take(line, rqs, n);

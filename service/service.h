@@ -37,6 +37,8 @@ struct service_config {
     long idem_ttl_ms;            /* how long an idempotency key's first answer is kept */
     int faults;                  /* teaching faults and the mutual-exclusion probe allowed */
     int max_conns;
+    int max_streams;             /* /events streams at once */
+    int no_events;               /* --no-events: nothing published for the live page */
     char name[64];               /* instance name, shown in answers and the ledger */
     char instance_id[33];        /* random hex, prefix of every lock owner id */
 };
