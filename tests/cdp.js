@@ -1,7 +1,7 @@
 // cdp.js - Opens a page in headless Chromium and watches it through the DevTools protocol
-// (no npm package: Node's own WebSocket, node --experimental-websocket on Node 20).
+// (no npm package; a WebSocket client of its own, below: Debian's Node 18 has none).
 //
-//   node --experimental-websocket tests/cdp.js URL SECONDS OUT.json [SHOT.png] [WxH]
+//   node tests/cdp.js URL SECONDS OUT.json [SHOT.png] [WxH]
 //
 // Every second it reads window.live (the live page's counters, after its script ran),
 // the DOM's #overlaps, and Chromium's own metrics (DOM nodes, JS heap); at the end a
@@ -9,6 +9,8 @@
 // "heap":..}, ..]} to OUT.json. Exits 1 when Chromium cannot be started or driven.
 "use strict";
 const { spawn } = require("child_process");
+const crypto = require("crypto");
+const http = require("http");
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
@@ -44,9 +46,54 @@ browser.stderr.on("data", (d) => {
 });
 browser.on("exit", (code) => { if (!drive.done) fail("Chromium exited (" + code + "): " + stderr.slice(-300)); });
 
+// A WebSocket client, just what the DevTools protocol needs (RFC 6455): text frames out,
+// masked; frames in, unmasked, reassembled; onmessage({data}) per message.
+function connectWs(wsUrl) {
+  return new Promise((ok, no) => {
+    const u = new URL(wsUrl);
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, headers: {
+      Connection: "Upgrade", Upgrade: "websocket", "Sec-WebSocket-Version": "13",
+      "Sec-WebSocket-Key": crypto.randomBytes(16).toString("base64") } });
+    req.on("error", () => no(new Error("cannot connect to " + wsUrl)));
+    req.on("upgrade", (res, sock) => {
+      const ws = { onmessage: null };
+      let buf = Buffer.alloc(0), parts = [];
+      sock.on("data", (d) => {
+        buf = Buffer.concat([buf, d]);
+        for (;;) {
+          if (buf.length < 2) return;
+          let len = buf[1] & 0x7f, at = 2;
+          if (len === 126) { if (buf.length < 4) return; len = buf.readUInt16BE(2); at = 4; }
+          else if (len === 127) { if (buf.length < 10) return; len = Number(buf.readBigUInt64BE(2)); at = 10; }
+          if (buf.length < at + len) return;
+          const fin = buf[0] & 0x80, op = buf[0] & 0x0f;
+          parts.push(buf.subarray(at, at + len));
+          buf = buf.subarray(at + len);
+          if (op === 8) { sock.end(); return; }
+          if (fin && op !== 9 && op !== 10) {
+            const text = Buffer.concat(parts).toString("utf8");
+            parts = [];
+            if (ws.onmessage) ws.onmessage({ data: text });
+          } else if (fin) { parts = []; }
+        }
+      });
+      ws.send = (text) => {
+        const body = Buffer.from(text, "utf8"), mask = crypto.randomBytes(4);
+        const head = body.length < 126 ? Buffer.from([0x81, 0x80 | body.length])
+          : body.length < 65536 ? Buffer.from([0x81, 0x80 | 126, body.length >> 8, body.length & 255])
+          : Buffer.concat([Buffer.from([0x81, 0x80 | 127]), (() => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(body.length)); return b; })()]);
+        for (let i = 0; i < body.length; i++) body[i] ^= mask[i & 3];
+        sock.write(Buffer.concat([head, mask, body]));
+      };
+      ws.close = () => sock.end();
+      ok(ws);
+    });
+    req.end();
+  });
+}
+
 async function drive(wsUrl) {
-  const ws = new WebSocket(wsUrl);
-  await new Promise((ok, no) => { ws.onopen = ok; ws.onerror = () => no(new Error("cannot connect to " + wsUrl)); });
+  const ws = await connectWs(wsUrl);
   let id = 0;
   const waiting = new Map();
   ws.onmessage = (e) => {

@@ -135,7 +135,7 @@ load() {
 }
 # page SECONDS NAME: the page open for SECONDS; NAME.json (samples), NAME.png, NAME.stats.
 page() {
-    CHROMIUM=$CHROMIUM node --experimental-websocket tests/cdp.js "$URL/live?item=it1" "$1" \
+    CHROMIUM=$CHROMIUM node tests/cdp.js "$URL/live?item=it1" "$1" \
         "$T_TMP/$2.json" "$T_TMP/$2.png" 1200x700 2>"$T_TMP/$2.err" || cat "$T_TMP/$2.err"
     python3 tests/png_stats.py "$T_TMP/$2.png" $C_RED $C_HELD $C_RENEWED > "$T_TMP/$2.stats" 2>&1
 }
