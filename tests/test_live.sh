@@ -108,6 +108,20 @@ for pair in "$P2_PID:p2" "$P3_PID:p3"; do
     check "$name: the stream was told: event: end" grep -q '^event: end' "$T_TMP/$name.out"
 done
 
+# --- loadtest/run --live: the URL first, the stack kept up after the run until Enter ---
+mkfifo "$T_TMP/enter"
+loadtest/run --lock v8 -c 2 -d 1 --stock 20 --live < "$T_TMP/enter" > "$T_TMP/run.out" 2> "$T_TMP/run.err" &
+RUN_PID=$!
+exec 7> "$T_TMP/enter"   # held open: no Enter yet
+for _ in $(seq 200); do grep -q "press Enter" "$T_TMP/run.err" && break; sleep 0.1; done
+live_url=$(sed -n 's/^loadtest\/run: the live page: //p' "$T_TMP/run.err")
+check "--live: the URL is printed as the stack comes up" grep -q "^http://127.0.0.1:[0-9]*/live?item=loadtest$" <<< "$live_url"
+check "--live: after the run (its JSON line out), the stack is still up" \
+    bash -c "grep -q '^{' '$T_TMP/run.out' && curl -sf -o /dev/null '$live_url'"
+echo >&7; exec 7>&-
+wait "$RUN_PID"
+check "--live: Enter stops it" bash -c "! curl -s -o /dev/null -m 2 '$live_url'"
+
 # --- through nginx, in a browser ---
 if ! command -v "$CHROMIUM" >/dev/null || ! command -v node >/dev/null; then
     check "chromium and node installed (deploy/install-deps installs them)" false
