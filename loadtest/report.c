@@ -471,6 +471,126 @@ static void report_timeline_section(FILE *f, const json_t *rows)
         report_no_data(f, "no long-work rows");
 }
 
+/* --- the moment a flaw happened: its lanes frozen (a row's "moment", moment.jq) --- */
+
+#define REPORT_COLOUR_HELD     "#1f77b4"   /* the live page's colours */
+#define REPORT_COLOUR_OVERLAP  "#d62728"
+#define REPORT_COLOUR_RENEWED  "#2ca02c"
+#define REPORT_COLOUR_LOST     "#ff7f0e"
+#define REPORT_COLOUR_FENCED   "#9467bd"
+
+enum { MOMENT_LABEL_W = 150, MOMENT_PLOT_W = 520, MOMENT_LANE_H = 20, MOMENT_AXIS_H = 18 };
+
+/* One lane's marks: renewals as ticks, releases as thin black ticks (not on a busy lane:
+ * they would hide its bars), then lost leases and, on top, refused writes as triangles. */
+static void report_moment_marks(FILE *f, const json_t *marks, double span, int y, int busy)
+{
+    static const char *const layers[] = { "renewed", "released", "lost", "fenced" };
+    size_t i;
+    const json_t *m;
+
+    for (size_t layer = 0; layer < sizeof(layers) / sizeof(layers[0]); layer++)
+    json_array_foreach(marks, i, m) {
+        double t = json_number_value(json_array_get(m, 0));
+        const char *kind = json_string_value(json_array_get(m, 1));
+        double x = MOMENT_LABEL_W + MOMENT_PLOT_W * report_clamp(t / span, 0, 1);
+        if (kind == NULL || strcmp(kind, layers[layer]) != 0 ||
+            (busy && strcmp(kind, "released") == 0))
+            continue;
+        if (strcmp(kind, "renewed") == 0)
+            fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"2\" height=\"%d\" fill=\"%s\"/>\n",
+                    x - 1, y, MOMENT_LANE_H - 2, REPORT_COLOUR_RENEWED);
+        else if (strcmp(kind, "released") == 0)
+            fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"1\" height=\"%d\" fill=\"#222\"/>\n",
+                    x, y + 2, MOMENT_LANE_H - 6);
+        else
+            fprintf(f, "<path d=\"M%.1f %d l-5 %d h10 z\" fill=\"%s\"><title>%s</title></path>\n",
+                    x, y + 1, MOMENT_LANE_H - 4,
+                    strcmp(kind, "fenced") == 0 ? REPORT_COLOUR_FENCED : REPORT_COLOUR_LOST,
+                    strcmp(kind, "fenced") == 0 ? "write refused by the fence" : "lease lost");
+    }
+}
+
+/* One moment as an SVG: a lane per instance and thread, critical sections as bars (red
+ * where two overlap), the moment itself as a dashed line. */
+static void report_moment_chart(FILE *f, const json_t *moment)
+{
+    const json_t *lanes = json_object_get(moment, "lanes"), *lane, *bar;
+    double span = json_number_value(json_object_get(moment, "span_ms"));
+    double at = json_number_value(json_object_get(moment, "at_ms"));
+    int h = MOMENT_AXIS_H + (int)json_array_size(lanes) * MOMENT_LANE_H + 4;
+    size_t i, j;
+
+    if (span <= 0)
+        span = 2000;
+    fprintf(f, "<svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" "
+               "class=\"moment\">\n", MOMENT_LABEL_W + MOMENT_PLOT_W + 8, h,
+            MOMENT_LABEL_W + MOMENT_PLOT_W + 8, h);
+    for (int ms = (int)at % 400; ms <= (int)span; ms += 400) {   /* every 400 ms from the moment */
+        double x = MOMENT_LABEL_W + MOMENT_PLOT_W * ms / span;
+        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+                   "<text class=\"tick\" x=\"%.1f\" y=\"12\" text-anchor=\"middle\">%+d ms</text>\n",
+                x, MOMENT_AXIS_H - 4, x, h, x, ms - (int)at);
+    }
+    json_array_foreach(lanes, i, lane) {
+        int y = MOMENT_AXIS_H + (int)i * MOMENT_LANE_H;
+        fprintf(f, "<text class=\"label\" x=\"2\" y=\"%d\">", y + 14);
+        report_escape(f, report_str(lane, "name") ? report_str(lane, "name") : "?");
+        fputs("</text>\n", f);
+        json_array_foreach(json_object_get(lane, "bars"), j, bar) {
+            double s = json_number_value(json_array_get(bar, 0)) / span;
+            double e = json_number_value(json_array_get(bar, 1)) / span;
+            double x0 = MOMENT_LABEL_W + MOMENT_PLOT_W * report_clamp(s, 0, 1);
+            double x1 = MOMENT_LABEL_W + MOMENT_PLOT_W * report_clamp(e, 0, 1);
+            fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n",
+                    x0, y + 3, x1 - x0 > 1 ? x1 - x0 : 1, MOMENT_LANE_H - 8,
+                    json_is_true(json_array_get(bar, 2)) ? REPORT_COLOUR_OVERLAP : REPORT_COLOUR_HELD);
+        }
+        report_moment_marks(f, json_object_get(lane, "marks"), span, y,
+                            json_array_size(json_object_get(lane, "bars")) > 12);
+    }
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#000\" "
+               "stroke-dasharray=\"4 3\"/>\n</svg>\n",
+            MOMENT_LABEL_W + MOMENT_PLOT_W * at / span, MOMENT_AXIS_H - 4,
+            MOMENT_LABEL_W + MOMENT_PLOT_W * at / span, h);
+}
+
+/* report_moment_section: for every flaw row that captured one, the moment it showed. */
+static void report_moment_section(FILE *f, const json_t *rows)
+{
+    static const struct { const char *kind, *what; } kinds[] = {
+        { "overlap", "two critical sections at once (red): both read the same stock" },
+        { "fenced", "the fence refused a stale holder's write (purple)" },
+        { "lost", "a lease lost while its holder worked on (orange)" },
+    };
+    size_t i, seen = 0;
+    const json_t *row;
+
+    fputs("<div class=\"charts\">\n", f);
+    json_array_foreach(rows, i, row) {
+        const json_t *moment = json_object_get(row, "moment");
+        const char *kind = report_str(moment, "kind"), *what = "";
+        if (!json_is_object(moment) || kind == NULL)
+            continue;
+        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+            if (strcmp(kind, kinds[k].kind) == 0)
+                what = kinds[k].what;
+        seen++;
+        fputs("<figure>\n<figcaption>", f);
+        report_escape(f, report_str(row, "lock") ? report_str(row, "lock") : "?");
+        fputs(" ", f);
+        report_escape(f, report_str(row, "scenario") ? report_str(row, "scenario") : "?");
+        fputs(" <small>", f);
+        report_escape(f, what);
+        fputs("</small></figcaption>\n", f);
+        report_moment_chart(f, moment);
+        fputs("</figure>\n", f);
+    }
+    fputs("</div>\n", f);
+    if (seen == 0)
+        report_no_data(f, "no row captured the moment of its flaw (loadtest/run --moment)");
+}
+
 static const char report_css[] =
     "body{font-family:sans-serif;margin:24px;color:#222;background:#fff;max-width:1140px}\n"
     "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:24px 0 8px}\n"
@@ -485,7 +605,10 @@ static const char report_css[] =
     "figcaption{font-size:14px;font-weight:bold;margin-bottom:4px}\n"
     "figcaption small{font-weight:normal;color:#555}\n"
     ".nodata{color:#777;font-style:italic;font-size:13px}\n"
-    "svg{display:block}svg text{font-family:sans-serif}\n"
+    "svg{display:block;max-width:100%;height:auto}svg text{font-family:sans-serif}\n"
+    ".scroll{overflow-x:auto}\n"
+    "@media (max-width:600px){body{margin:8px}h1{font-size:18px}"
+    "figure{padding:2px;max-width:100%}table{font-size:11px}}\n"
     ".grid{stroke:#e4e4e4;stroke-width:1}.axis{stroke:#444;stroke-width:1}\n"
     ".tick{font-size:11px;fill:#444}.label{font-size:12px;fill:#222}\n"
     ".value{font-size:11px;fill:#222;font-weight:bold}\n";
@@ -508,6 +631,7 @@ static int report_write(FILE *f, const json_t *doc, const json_t *bench)
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta http-equiv=\"Content-Security-Policy\" "
           "content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
           "<title>Lock evolution report</title>\n<style>\n", f);
     fputs(report_css, f);
     fputs("</style>\n</head>\n<body>\n<h1>Lock evolution: v1 to v10</h1>\n<p class=\"meta\">", f);
@@ -518,13 +642,19 @@ static int report_write(FILE *f, const json_t *doc, const json_t *bench)
     fprintf(f, " &middot; %zu rows &middot; %zu shown as expected, %zu NOT shown</p>\n",
             json_array_size(rows), shown, json_array_size(rows) - shown);
 
-    fputs("<h2>Scenarios</h2>\n", f);
+    fputs("<h2>Scenarios</h2>\n<div class=\"scroll\">\n", f);
     report_table(f, rows);
+    fputs("</div>\n", f);
     fputs("<h2>Oversold and throughput</h2>\n", f);
     if (report_bar_section(f, rows) < 0)
         return -1;
     fputs("<h2>long-work timelines</h2>\n", f);
     report_timeline_section(f, rows);
+    fputs("<h2 id=\"moments\">The moment each flaw showed</h2>\n<p class=\"meta\">The live page's "
+          "drawing, frozen: a lane per instance and thread, a bar per critical section (from "
+          "the grant to the release being sent), black ticks for releases, green for renewals; "
+          "the dashed line is the moment.</p>\n", f);
+    report_moment_section(f, rows);
     if (bench && report_bench_section(f, bench) < 0)
         return -1;
     fputs("</body>\n</html>\n", f);

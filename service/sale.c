@@ -92,6 +92,7 @@ static int critical_section(const struct lock_grant *g, long long stock, long lo
     if ((*k > 0 || lead->idem_key) && g->token > 0 && lost) {
         sale_set_all(rqs, n, SALE_LEASE_LOST,        /* fenced: stop before writing */
                      "the lease was lost before the write: nothing was sent");
+        event_emit(g->item, g->owner, "refused", "\"token\":%lld", g->token);
         *k = 0;
     }
     write = (*k > 0 || lead->idem_key) && lead->out.result == SALE_OK;

@@ -5,7 +5,7 @@
 //
 // Every second it reads window.live (the live page's counters, after its script ran),
 // the DOM's #overlaps, and Chromium's own metrics (DOM nodes, JS heap); at the end a
-// screenshot. Writes {"samples":[{"s":1,"live":{..},"overlaps_dom":"3","nodes":..,
+// screenshot; with CDP_EVAL set, that expression's value too ("eval"). Writes {"samples":[{"s":1,"live":{..},"overlaps_dom":"3","nodes":..,
 // "heap":..}, ..]} to OUT.json. Exits 1 when Chromium cannot be started or driven.
 "use strict";
 const { spawn } = require("child_process");
@@ -125,9 +125,13 @@ async function drive(wsUrl) {
       returnByValue: true,
     });
     const v = JSON.parse(r.result.value || "{}");
+    if (process.env.CDP_EVAL) {   // one more expression of the caller's, e.g. the page's width
+      const x = await page("Runtime.evaluate", { expression: process.env.CDP_EVAL, returnByValue: true });
+      v.eval = x.result.value;
+    }
     const metrics = (await page("Performance.getMetrics")).metrics;
     const metric = (name) => (metrics.find((x) => x.name === name) || {}).value;
-    samples.push({ s, live: v.live, overlaps_dom: v.overlaps_dom, status: v.status, via: v.via,
+    samples.push({ s, live: v.live, overlaps_dom: v.overlaps_dom, status: v.status, via: v.via, eval: v.eval,
                    nodes: metric("Nodes"), heap: metric("JSHeapUsedSize") });
     fs.writeFileSync(out, JSON.stringify({ samples }));
   }

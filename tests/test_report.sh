@@ -58,6 +58,18 @@ OUT=$T_TMP/report.html
     row fenced "SET NX PX + token; write only if token > last" pause safe true \
         "stale write refused: token 41 < 42 ('fenced')" 0 0 0 0
 } | jq -s '{generated: "2026-11-23T10:00:00Z", runs: 1, rows: .}' > "$IN"
+# Two rows captured their moment (loadtest/moment.jq's shape): v4 long-work's overlap and
+# fenced's refused write.
+jq '.rows |= map(
+      if .lock == "v4" and .scenario == "long-work" then . + {moment: {kind: "overlap",
+          at_ms: 400, span_ms: 2000, lanes: [
+            {name: "inventory-8081/1", bars: [[0, 1500, true]], marks: [[900, "lost"]]},
+            {name: "inventory-8082/2", bars: [[400, 700, true], [800, 1000, true]],
+             marks: [[700, "released"]]}]}}
+      elif .lock == "fenced" then . + {moment: {kind: "fenced", at_ms: 400, span_ms: 2000,
+          lanes: [{name: "inventory-8081/1", bars: [[100, 300, false]],
+                   marks: [[150, "renewed"], [400, "fenced"]]}]}}
+      else . end)' "$IN" > "$IN.tmp" && mv "$IN.tmp" "$IN"
 
 # --- Usage and bad input ---
 check "--help prints usage" bash -c "'$REPORT' --help | grep -q '^usage: evolution-report'"
@@ -86,6 +98,7 @@ echo '{"rows": []}' > "$T_TMP/empty.json"
 check_eq "empty rows: exit 0" 0 "$rc"
 check "empty rows: says no data" grep -q 'no data' "$T_TMP/empty.html"
 check "empty rows: no chart" bash -c "! grep -q '<svg' '$T_TMP/empty.html'"
+check "empty rows: no moment, said so" grep -q 'no row captured the moment' "$T_TMP/empty.html"
 
 cat > "$T_TMP/sparse.json" <<'EOF'
 {"rows": [{"lock": "v1"}, {"scenario": "long-work", "timeline": []},
@@ -95,7 +108,7 @@ EOF
 "$REPORT" "$T_TMP/sparse.json" "$T_TMP/sparse.html"; rc=$?
 check_eq "missing fields: exit 0" 0 "$rc"
 check_eq "missing fields: one chart (oversold), no line chart" 1 "$(grep -c '<svg' "$T_TMP/sparse.html")"
-check_eq "missing fields: no data for rps and two timelines" 3 "$(grep -c 'no data' "$T_TMP/sparse.html")"
+check_eq "missing fields: no data for rps, two timelines and the moments" 4 "$(grep -c 'no data' "$T_TMP/sparse.html")"
 check "missing fields: dashes in the table" grep -q '<tr><td>v1</td><td>-</td><td>-</td>' "$T_TMP/sparse.html"
 
 # --- The fixture page ---
@@ -113,14 +126,21 @@ check "verdict: NOT shown on v5 release-gap, highlighted" grep -qE \
 check "escaped: > and < and ' in text" grep -qF \
     'token &gt; last</td><td>pause</td><td>safe</td><td>stale write refused: token 41 &lt; 42 (&#39;fenced&#39;)</td>' "$OUT"
 check "escaped: no raw '> last'" bash -c "! grep -q 'token > last' '$OUT'"
-check_eq "charts: 2 bar charts + 3 timelines" 5 "$(grep -c '<svg' "$OUT")"
+check_eq "charts: 2 bar charts + 3 timelines + 2 moments" 7 "$(grep -c '<svg' "$OUT")"
 check "oversold chart: bar labelled v2 with 37" grep -qE \
     'class="value" text-anchor="middle">37</text><text [^>]*class="label" text-anchor="middle">v2</text>' "$OUT"
 check "sales/s chart: v1 bar at 1480.5" grep -qE \
     'class="value" text-anchor="middle">1480.5</text><text [^>]*class="label" text-anchor="middle">v1</text>' "$OUT"
-check_eq "sales/s chart: a bar per version with a load row" 8 "$(grep -c "fill=\"#$C_RPS\"" "$OUT")"
+check_eq "sales/s chart: a bar per version with a load row" 8 "$(grep -v 'height="12"' "$OUT" | grep -c "fill=\"#$C_RPS\"")"
 check_eq "timelines: stock and sold lines per long-work row" 6 "$(grep -c '<polyline' "$OUT")"
 check_eq "timelines: a legend each" 3 "$(grep -c '>stock</text>' "$OUT")"
+check_eq "moments: one frozen timeline per row that captured one" 2 "$(grep -c 'class="moment"' "$OUT")"
+check_eq "moments: the overlapping sections in red" 3 "$(grep -c 'height="12" fill="#d62728"' "$OUT")"
+check_eq "moments: a section alone in blue" 1 "$(grep -c 'height="12" fill="#1f77b4"' "$OUT")"
+check "moments: the refused write marked" grep -q 'fill="#9467bd"><title>write refused by the fence' "$OUT"
+check "moments: the lost lease marked" grep -q 'fill="#ff7f0e"><title>lease lost' "$OUT"
+check "moments: the axis counts from the moment" grep -q '>+0 ms</text>' "$OUT"
+check "phone-sized: a viewport" grep -q 'name="viewport" content="width=device-width' "$OUT"
 check "self-contained: no external src/href" bash -c \
     "! grep -Eiq '(src|href)[[:space:]]*=[[:space:]]*[\"'\'']?[[:space:]]*(https?:)?//' '$OUT'"
 check "self-contained: no http(s) URL at all" bash -c "! grep -Eiq 'https?://' '$OUT'"
@@ -162,6 +182,19 @@ else
         > "$T_TMP/empty.stats" 2>&1
     check_eq "empty page screenshot: no chart colour at all" "0 0 0 0" \
         "$(awk 'NR > 2 { printf "%s%s", sep, $2; sep = " " }' "$T_TMP/empty.stats")"
+    # On a phone-sized screen (390 px wide): nothing wider than the screen but the table's
+    # own scroll box; the frozen timelines scale down to fit.
+    if command -v node >/dev/null; then
+        CHROMIUM=$CHROMIUM CDP_EVAL='JSON.stringify([document.documentElement.scrollWidth, Math.round(document.querySelector("svg.moment").getBoundingClientRect().width), Math.round(document.querySelector(".scroll").getBoundingClientRect().width)])' \
+            node tests/cdp.js "file://$OUT" 2 "$T_TMP/phone.json" "$T_TMP/phone.png" 390x800 2>"$T_TMP/phone.err"
+        read -r page_w svg_w table_w <<< "$(jq -r '.samples[-1].eval | fromjson | map(tostring) | join(" ")' "$T_TMP/phone.json" 2>/dev/null)"
+        echo "       phone: page ${page_w:-?} px, a moment ${svg_w:-?} px, the table's box ${table_w:-?} px wide"
+        check "phone-sized: the page is no wider than the screen" test "${page_w:-9999}" -le 390
+        check "phone-sized: a frozen timeline fits (<= 380 px)" test "${svg_w:-9999}" -le 380
+        check "phone-sized: the table scrolls in its own box" test "${table_w:-9999}" -le 390
+    else
+        check "node installed (deploy/install-deps installs it)" false
+    fi
 fi
 
 t_report
