@@ -28,12 +28,19 @@ def sections:
   | .out | sort_by(.s);
 
 # The first start of a section while one of another lane is still open (µs), or null.
+# One pass: the two lanes whose sections end last (ends only grow), a and b, a != b.
 def first_overlap:
-  reduce .[] as $x ({ends: {}, hit: null};
+  reduce .[] as $x ({a: null, ea: 0, b: null, eb: 0, hit: null};
     if .hit then .
-    elif (.ends | to_entries | any(.key != $x.lane and .value > $x.s)) then .hit = $x.s
-    else .ends[$x.lane] = ([.ends[$x.lane] // 0, $x.e] | max) end)
+    elif (if .a != $x.lane then .ea else .eb end) > $x.s then .hit = $x.s
+    elif .a == $x.lane then .ea = ([.ea, $x.e] | max)
+    elif $x.e > .ea then .b = .a | .eb = .ea | .a = $x.lane | .ea = $x.e
+    elif .b == $x.lane or $x.e > .eb then .b = $x.lane | .eb = ([.eb, $x.e] | max)
+    else . end)
   | .hit;
+
+# Of a lane's sections in the window, the 40 nearest the moment.
+def nearest($at): sort_by((.s - $at) | fabs) | .[:40] | sort_by(.s);
 
 def lost: .ev == "lost" or (.ev == "released" and (.result == "expired" or .result == "stolen"));
 
@@ -52,23 +59,26 @@ sort_by(.t) | .[:20000] as $events
     | ($w0 + window_ms * 1000) as $w1
     | def ms: ((. - $w0) / 1000 | if . < 0 then 0 elif . > window_ms then window_ms else . end
                                  | . * 10 | round / 10);
-      [$secs[] | select(.e > $w0 and .s < $w1)] as $in
+      [$secs[] | select(.e > $w0 and .s < $w1)] as $all
+    # at most 40 sections a lane, those nearest the moment (a busy load has hundreds)
+    | [$all | group_by(.lane)[] | nearest($m.t)[]] as $in
     | [$events[] | select(.t >= $w0 and .t <= $w1)
        | select(.ev == "renewed" or .ev == "fenced" or .ev == "refused" or .ev == "released"
                 or lost)] as $marks
-    | ([$in[].lane] + [$marks[] | lane] | unique) as $names
+    # 12 lanes: those busy nearest the moment (the overlap's, the refused write's)
+    | ([($in[] | {lane, d: ((.s - $m.t) | fabs)}), ($marks[] | {lane: lane, d: ((.t - $m.t) | fabs)})]
+       | group_by(.lane) | map({lane: .[0].lane, d: (map(.d) | min)}) | sort_by(.d) | .[:12]
+       | map(.lane) | sort) as $names
+    | [$in[] | select(.lane as $l | $names | index($l))] as $shown
     | { kind: $m.kind, at_ms: before_ms, span_ms: window_ms,
-        lanes: [ $names[] as $n | {
-          name: $n,
-          bars: [ $in[] | select(.lane == $n) | . as $x
-                  | [($x.s | ms), ($x.e | ms),
-                     any($in[]; .lane != $n and .s < $x.e and $x.s < .e)] ],
-          marks: [ $marks[] | select(lane == $n)
-                   | [(.t | ms), (if lost then "lost" elif .ev == "refused" then "fenced"
-                                  else .ev end)] ] } ]
-          # the lanes of the moment first (red, or marked), then those busy nearest it
-          | sort_by([(if any(.bars[]; .[2]) or any(.marks[]; .[1] != "released" and .[1] != "renewed")
-                      then 0 else 1 end),
-                     ([.bars[] | (.[0] - before_ms | fabs)] + [.marks[] | (.[0] - before_ms | fabs)] | min)])
-          | .[:12] | sort_by(.name) }
+        lanes: [ $names[] as $n
+          | [$shown[] | select(.lane == $n)] as $mine
+          | [$shown[] | select(.lane != $n)] as $others
+          | { name: $n,
+              bars: [ $mine[] | . as $x
+                      | [($x.s | ms), ($x.e | ms), any($others[]; .s < $x.e and $x.s < .e)] ],
+              marks: [ $marks[] | select(lane == $n)
+                       | select(.ev != "released" or ($mine | length) <= 12)
+                       | [(.t | ms), (if lost then "lost" elif .ev == "refused" then "fenced"
+                                      else .ev end)] ] } ] }
   end

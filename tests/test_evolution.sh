@@ -71,6 +71,19 @@ check "v8 redis-crash (AOF always): Redis killed and back, no acknowledged sale 
     jq -e '.rows[] | select(.lock == "v8" and .scenario == "redis-crash") | .oversold == 0 and (.observed | test("fsync always.* 0 acknowledged sales lost, oversold 0.*; 0 other answers, 0 without one"))' "$J"
 check "v8 redis-crash-snapshot: the sales after the snapshot lost and sold again (oversold)" \
     jq -e '.rows[] | select(.lock == "v8" and .scenario == "redis-crash-snapshot") | .oversold > 0 and (.observed | test(" [1-9][0-9]* acknowledged sales lost"))' "$J"
+# The moments the report page draws, cut from the events the live page shows.
+moment() { jq -r --arg l "$1" --arg s "$2" '.rows[] | select(.lock == $l and .scenario == $s) | .moment.kind // "none"' "$J"; }
+check_eq "v2 load: its moment is an overlap" overlap "$(moment v2 load)"
+check_eq "v4 long-work: its moment is an overlap" overlap "$(moment v4 long-work)"
+check "v5 release-gap: its moment is an overlap or a lost lease" grep -qx 'overlap\|lost' <<< "$(moment v5 release-gap)"
+check_eq "v8 pause: its moment is an overlap (the frozen holder's)" overlap "$(moment v8 pause)"
+check_eq "v9 pause: its moment is the refused write" fenced "$(moment v9 pause)"
+check "v4 long-work's moment: two lanes with red bars" jq -e \
+    '[.rows[] | select(.lock == "v4" and .scenario == "long-work") | .moment.lanes[] | select(any(.bars[]; .[2]))] | length >= 2' "$J"
+check "v8 long-work, its events captured too, has no moment (no flaw to show)" jq -e \
+    '[.rows[] | select(.lock == "v8" and .scenario == "long-work") | has("moment")] == [false]' "$J"
+check "the page draws every moment" test "$(grep -c 'class="moment"' "$OUT/report.html")" -eq \
+    "$(jq '[.rows[] | select(.moment)] | length' "$J")"
 check "long-work rows carry a timeline" jq -e '[.rows[] | select(.scenario == "long-work") | (.timeline | length) > 3] | all' "$J"
 check "it wrote report.html" grep -q '<svg' "$OUT/report.html"
 check "it printed the load table" grep -q 'As expected: v2' "$T_TMP/evo.out"
