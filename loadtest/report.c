@@ -33,6 +33,8 @@
 
 #include <jansson.h>
 
+#include "loadtest/report.h"
+
 /* Chart colours; tests/test_report.sh counts these pixels in a screenshot. */
 #define REPORT_COLOUR_OVERSOLD "#d62728"
 #define REPORT_COLOUR_RPS      "#1f77b4"
@@ -54,7 +56,7 @@ struct report_point {
 };
 
 /* report_str: the string field key of row, or NULL when missing or not a string. */
-static const char *report_str(const json_t *row, const char *key)
+const char *report_str(const json_t *row, const char *key)
 {
     const json_t *v = json_object_get(row, key);
     return json_is_string(v) ? json_string_value(v) : NULL;
@@ -72,7 +74,7 @@ static int report_num(const json_t *row, const char *key, double *out)
 }
 
 /* report_escape: writes s to f with the five HTML-special characters escaped. */
-static void report_escape(FILE *f, const char *s)
+void report_escape(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -97,7 +99,7 @@ static const char *report_fmt(char *buf, size_t n, double v)
 }
 
 /* report_clamp: v limited to lo..hi (hi for NaN), so that absurd input stays drawable. */
-static double report_clamp(double v, double lo, double hi)
+double report_clamp(double v, double lo, double hi)
 {
     if (v < lo)
         return lo;
@@ -158,7 +160,7 @@ static void report_bars_add(struct report_bar *bars, size_t *n, const char *labe
 }
 
 /* report_no_data: the placeholder for a chart with nothing to draw. */
-static void report_no_data(FILE *f, const char *why)
+void report_no_data(FILE *f, const char *why)
 {
     fputs("<p class=\"nodata\">no data: ", f);
     report_escape(f, why);
@@ -471,126 +473,6 @@ static void report_timeline_section(FILE *f, const json_t *rows)
         report_no_data(f, "no long-work rows");
 }
 
-/* --- the moment a flaw happened: its lanes frozen (a row's "moment", moment.jq) --- */
-
-#define REPORT_COLOUR_HELD     "#1f77b4"   /* the live page's colours */
-#define REPORT_COLOUR_OVERLAP  "#d62728"
-#define REPORT_COLOUR_RENEWED  "#2ca02c"
-#define REPORT_COLOUR_LOST     "#ff7f0e"
-#define REPORT_COLOUR_FENCED   "#9467bd"
-
-enum { MOMENT_LABEL_W = 150, MOMENT_PLOT_W = 520, MOMENT_LANE_H = 20, MOMENT_AXIS_H = 18 };
-
-/* One lane's marks: renewals as ticks, releases as thin black ticks (not on a busy lane:
- * they would hide its bars), then lost leases and, on top, refused writes as triangles. */
-static void report_moment_marks(FILE *f, const json_t *marks, double span, int y, int busy)
-{
-    static const char *const layers[] = { "renewed", "released", "lost", "fenced" };
-    size_t i;
-    const json_t *m;
-
-    for (size_t layer = 0; layer < sizeof(layers) / sizeof(layers[0]); layer++)
-    json_array_foreach(marks, i, m) {
-        double t = json_number_value(json_array_get(m, 0));
-        const char *kind = json_string_value(json_array_get(m, 1));
-        double x = MOMENT_LABEL_W + MOMENT_PLOT_W * report_clamp(t / span, 0, 1);
-        if (kind == NULL || strcmp(kind, layers[layer]) != 0 ||
-            (busy && strcmp(kind, "released") == 0))
-            continue;
-        if (strcmp(kind, "renewed") == 0)
-            fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"2\" height=\"%d\" fill=\"%s\"/>\n",
-                    x - 1, y, MOMENT_LANE_H - 2, REPORT_COLOUR_RENEWED);
-        else if (strcmp(kind, "released") == 0)
-            fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"1\" height=\"%d\" fill=\"#222\"/>\n",
-                    x, y + 2, MOMENT_LANE_H - 6);
-        else
-            fprintf(f, "<path d=\"M%.1f %d l-5 %d h10 z\" fill=\"%s\"><title>%s</title></path>\n",
-                    x, y + 1, MOMENT_LANE_H - 4,
-                    strcmp(kind, "fenced") == 0 ? REPORT_COLOUR_FENCED : REPORT_COLOUR_LOST,
-                    strcmp(kind, "fenced") == 0 ? "write refused by the fence" : "lease lost");
-    }
-}
-
-/* One moment as an SVG: a lane per instance and thread, critical sections as bars (red
- * where two overlap), the moment itself as a dashed line. */
-static void report_moment_chart(FILE *f, const json_t *moment)
-{
-    const json_t *lanes = json_object_get(moment, "lanes"), *lane, *bar;
-    double span = json_number_value(json_object_get(moment, "span_ms"));
-    double at = json_number_value(json_object_get(moment, "at_ms"));
-    int h = MOMENT_AXIS_H + (int)json_array_size(lanes) * MOMENT_LANE_H + 4;
-    size_t i, j;
-
-    if (span <= 0)
-        span = 2000;
-    fprintf(f, "<svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" "
-               "class=\"moment\">\n", MOMENT_LABEL_W + MOMENT_PLOT_W + 8, h,
-            MOMENT_LABEL_W + MOMENT_PLOT_W + 8, h);
-    for (int ms = (int)at % 400; ms <= (int)span; ms += 400) {   /* every 400 ms from the moment */
-        double x = MOMENT_LABEL_W + MOMENT_PLOT_W * ms / span;
-        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
-                   "<text class=\"tick\" x=\"%.1f\" y=\"12\" text-anchor=\"middle\">%+d ms</text>\n",
-                x, MOMENT_AXIS_H - 4, x, h, x, ms - (int)at);
-    }
-    json_array_foreach(lanes, i, lane) {
-        int y = MOMENT_AXIS_H + (int)i * MOMENT_LANE_H;
-        fprintf(f, "<text class=\"label\" x=\"2\" y=\"%d\">", y + 14);
-        report_escape(f, report_str(lane, "name") ? report_str(lane, "name") : "?");
-        fputs("</text>\n", f);
-        json_array_foreach(json_object_get(lane, "bars"), j, bar) {
-            double s = json_number_value(json_array_get(bar, 0)) / span;
-            double e = json_number_value(json_array_get(bar, 1)) / span;
-            double x0 = MOMENT_LABEL_W + MOMENT_PLOT_W * report_clamp(s, 0, 1);
-            double x1 = MOMENT_LABEL_W + MOMENT_PLOT_W * report_clamp(e, 0, 1);
-            fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n",
-                    x0, y + 3, x1 - x0 > 1 ? x1 - x0 : 1, MOMENT_LANE_H - 8,
-                    json_is_true(json_array_get(bar, 2)) ? REPORT_COLOUR_OVERLAP : REPORT_COLOUR_HELD);
-        }
-        report_moment_marks(f, json_object_get(lane, "marks"), span, y,
-                            json_array_size(json_object_get(lane, "bars")) > 12);
-    }
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#000\" "
-               "stroke-dasharray=\"4 3\"/>\n</svg>\n",
-            MOMENT_LABEL_W + MOMENT_PLOT_W * at / span, MOMENT_AXIS_H - 4,
-            MOMENT_LABEL_W + MOMENT_PLOT_W * at / span, h);
-}
-
-/* report_moment_section: for every flaw row that captured one, the moment it showed. */
-static void report_moment_section(FILE *f, const json_t *rows)
-{
-    static const struct { const char *kind, *what; } kinds[] = {
-        { "overlap", "two critical sections at once (red): both read the same stock" },
-        { "fenced", "the fence refused a stale holder's write (purple)" },
-        { "lost", "a lease lost while its holder worked on (orange)" },
-    };
-    size_t i, seen = 0;
-    const json_t *row;
-
-    fputs("<div class=\"charts\">\n", f);
-    json_array_foreach(rows, i, row) {
-        const json_t *moment = json_object_get(row, "moment");
-        const char *kind = report_str(moment, "kind"), *what = "";
-        if (!json_is_object(moment) || kind == NULL)
-            continue;
-        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
-            if (strcmp(kind, kinds[k].kind) == 0)
-                what = kinds[k].what;
-        seen++;
-        fputs("<figure>\n<figcaption>", f);
-        report_escape(f, report_str(row, "lock") ? report_str(row, "lock") : "?");
-        fputs(" ", f);
-        report_escape(f, report_str(row, "scenario") ? report_str(row, "scenario") : "?");
-        fputs(" <small>", f);
-        report_escape(f, what);
-        fputs("</small></figcaption>\n", f);
-        report_moment_chart(f, moment);
-        fputs("</figure>\n", f);
-    }
-    fputs("</div>\n", f);
-    if (seen == 0)
-        report_no_data(f, "no row captured the moment of its flaw (loadtest/run --moment)");
-}
-
 static const char report_css[] =
     "body{font-family:sans-serif;margin:24px;color:#222;background:#fff;max-width:1140px}\n"
     "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:24px 0 8px}\n"
@@ -616,7 +498,7 @@ static const char report_css[] =
 /* report_write: the whole page for doc into f. Returns 0, or -1 when memory ran out. */
 static int report_bench_section(FILE *f, const json_t *bench);
 
-static int report_write(FILE *f, const json_t *doc, const json_t *bench)
+static int report_write(FILE *f, const json_t *doc, const json_t *bench, const json_t *model)
 {
     const json_t *rows = json_object_get(doc, "rows");
     const char *generated = report_str(doc, "generated");
@@ -655,6 +537,11 @@ static int report_write(FILE *f, const json_t *doc, const json_t *bench)
           "the grant to the release being sent), black ticks for releases, green for renewals; "
           "the dashed line is the moment.</p>\n", f);
     report_moment_section(f, rows);
+    fputs("<h2 id=\"traces\">The model checker's counterexamples</h2>\n<p class=\"meta\">What SPIN "
+          "found for each version (make model), as a sequence: a lane per client, Redis and the "
+          "stock; the last arrow, in red, is where the property breaks. Beside it, where a run "
+          "showed the same flaw, its moment.</p>\n", f);
+    report_traces_section(f, rows, model);
     if (bench && report_bench_section(f, bench) < 0)
         return -1;
     fputs("</body>\n</html>\n", f);
@@ -727,17 +614,20 @@ static const char *report_check(const json_t *doc)
 
 static void report_usage(FILE *f)
 {
-    fputs("usage: evolution-report IN.json OUT.html [BENCH.json]\n"
+    fputs("usage: evolution-report IN.json OUT.html [BENCH.json] [MODEL.json]\n"
           "  Reads the evolution results (results/evolution.json) and writes one\n"
           "  self-contained HTML page: the table of rows, oversold and sales/s per\n"
-          "  version, and a stock/sold timeline per long-work row; with BENCH.json\n"
-          "  (loadtest/bench's results), a chart and table of sales/s per lock mode.\n", f);
+          "  version, a stock/sold timeline per long-work row, the moment each flaw\n"
+          "  showed; with BENCH.json (loadtest/bench's results), a chart and table of\n"
+          "  sales/s per lock mode; with MODEL.json (model/check's), every counterexample\n"
+          "  as a sequence diagram (the .svg beside its trace) next to the run that\n"
+          "  shows the same flaw.\n", f);
 }
 
 int main(int argc, char **argv)
 {
     json_error_t jerr;
-    json_t *doc, *bench = NULL;
+    json_t *doc, *bench = NULL, *model = NULL;
     const char *why;
     FILE *f;
     int rc;
@@ -746,13 +636,30 @@ int main(int argc, char **argv)
         report_usage(stdout);
         return 0;
     }
-    if (argc != 3 && argc != 4) {
+    if (argc < 3 || argc > 5) {
         report_usage(stderr);
         return 2;
     }
-    if (argc == 4 && (bench = json_load_file(argv[3], 0, &jerr)) == NULL) {
-        fprintf(stderr, "evolution-report: %s: %s\n", argv[3], jerr.text);
-        return 1;
+    for (int i = 3; i < argc; i++) {   /* bench.json is an object, model.json an array */
+        json_t *extra = json_load_file(argv[i], 0, &jerr);
+        if (extra == NULL) {
+            fprintf(stderr, "evolution-report: %s: %s\n", argv[i], jerr.text);
+            json_decref(bench);
+            json_decref(model);
+            return 1;
+        }
+        if (json_is_array(extra) && model == NULL)
+            model = extra;
+        else if (json_is_object(extra) && bench == NULL)
+            bench = extra;
+        else {
+            fprintf(stderr, "evolution-report: %s: neither a bench (an object) nor a model "
+                            "checker's results (an array), or one of them twice\n", argv[i]);
+            json_decref(extra);
+            json_decref(bench);
+            json_decref(model);
+            return 1;
+        }
     }
     doc = json_load_file(argv[1], 0, &jerr);
     if (doc == NULL) {
@@ -774,13 +681,14 @@ int main(int argc, char **argv)
         json_decref(doc);
         return 1;
     }
-    rc = report_write(f, doc, bench);
+    rc = report_write(f, doc, bench, model);
     if (ferror(f))
         rc = -1;
     if (fclose(f) != 0)
         rc = -1;
     json_decref(doc);
     json_decref(bench);
+    json_decref(model);
     if (rc < 0) {
         fprintf(stderr, "evolution-report: %s: not written (out of memory or disk)\n", argv[2]);
         unlink(argv[2]);

@@ -60,6 +60,19 @@ for row in $broken; do
     check "$row: a readable sequence (client steps, then the break)" \
         sh -c "grep -qE '^[A-C]: ' '$f' && tail -n 1 '$f' | grep -q '^=> .* is broken'"
 done
+# ... and its sequence diagram (model/diagram): an arrow per step a client sends, a note
+# per step of its own or of Redis, the break in red, XML that parses.
+for row in $broken; do
+    f="$OUT/model/$row.txt" svg="$OUT/model/$row.svg"
+    sends=$(grep -cE '^[A-Z]: ' "$f")
+    own=$(grep -cE '^[A-Z]: (works|paused|resumes|release gap|lease check)' "$f")
+    check_eq "$row: a diagram, an arrow per step sent" $((sends - own)) "$(grep -c 'marker-end=' "$svg" 2>/dev/null)"
+    # (a cycle, "then, for ever", breaks with its whole loop: no one step is red)
+    check "$row: the diagram parses, its break said in red (and its last step, but for a cycle)" sh -c \
+        "python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' '$svg' && grep -q 'class=\"broken\"' '$svg' && { grep -q '^then, for ever:' '$f' || grep -q 'stroke=\"#d62728\"' '$svg'; }"
+done
+check "v5 release-gap's diagram: the DEL of B's lock is an arrow to Redis, C's grant the red one" sh -c \
+    "grep -q '>A: DEL deletes B&apos;s lock<\|>A: DEL deletes B.s lock<' '$OUT/model/v5-release-gap-mutex.svg' && grep 'stroke=\"#d62728\"' -A0 '$OUT/model/v5-release-gap-mutex.svg' | grep -q 'C: acquire ok'"
 check "v4's sequence: A's DEL deletes B's lock" grep -q "^A: DEL deletes B's lock" \
     "$OUT/model/v4-long-work-no-foreign-delete.txt"
 check "v9 late-pause's sequence: A's late write lands with no grant after its pause (harmless)" \

@@ -108,7 +108,7 @@ EOF
 "$REPORT" "$T_TMP/sparse.json" "$T_TMP/sparse.html"; rc=$?
 check_eq "missing fields: exit 0" 0 "$rc"
 check_eq "missing fields: one chart (oversold), no line chart" 1 "$(grep -c '<svg' "$T_TMP/sparse.html")"
-check_eq "missing fields: no data for rps, two timelines and the moments" 4 "$(grep -c 'no data' "$T_TMP/sparse.html")"
+check_eq "missing fields: no data for rps, two timelines, the moments and the traces" 5 "$(grep -c 'no data' "$T_TMP/sparse.html")"
 check "missing fields: dashes in the table" grep -q '<tr><td>v1</td><td>-</td><td>-</td>' "$T_TMP/sparse.html"
 
 # --- The fixture page ---
@@ -140,6 +140,24 @@ check_eq "moments: a section alone in blue" 1 "$(grep -c 'height="12" fill="#1f7
 check "moments: the refused write marked" grep -q 'fill="#9467bd"><title>write refused by the fence' "$OUT"
 check "moments: the lost lease marked" grep -q 'fill="#ff7f0e"><title>lease lost' "$OUT"
 check "moments: the axis counts from the moment" grep -q '>+0 ms</text>' "$OUT"
+# With model/check's results: each counterexample's diagram, beside the run's moment.
+printf 'A: acquire ok\nA: works 4 ticks\nA%ss lease expires\nB: acquire ok\n=> mutex is broken here\n' "'" \
+    > "$T_TMP/v4-long-work-mutex.txt"
+model/diagram "$T_TMP/v4-long-work-mutex.txt" "v4 long-work: mutex broken" > "$T_TMP/v4-long-work-mutex.svg"
+jq -n --arg d "$T_TMP" '[
+    {version: "v4", fault: "long-work", property: "mutex", holds: false, trace: ($d + "/v4-long-work-mutex.txt")},
+    {version: "v6", fault: "nested", property: "reentrant", holds: false, trace: ($d + "/v6-nested-reentrant.txt")},
+    {version: "v8", fault: "long-work", property: "mutex", holds: true}]' > "$T_TMP/model.json"
+"$REPORT" "$IN" "$T_TMP/traces.html" "$T_TMP/model.json"; rc=$?
+check_eq "with MODEL.json: written" 0 "$rc"
+check_eq "traces: the counterexample's diagram, inline" 1 "$(grep -c 'class="trace"' "$T_TMP/traces.html")"
+check "traces: its arrows drawn (B's grant in red)" grep -q 'stroke="#d62728" stroke-width="1.5" marker-end' "$T_TMP/traces.html"
+check "traces: beside it, the run that showed the same flaw" grep -q 'v4 long-work: <small>the same, for real' "$T_TMP/traces.html"
+check "traces: a diagram missing is said" grep -q 'its diagram is missing' "$T_TMP/traces.html"
+check_eq "traces: a property that holds has none" 0 "$(grep -c 'v8 long-work: <small>mutex' "$T_TMP/traces.html")"
+check "without MODEL.json: said how to get them" grep -q 'make model writes results/model.json' "$OUT"
+"$REPORT" "$IN" "$T_TMP/two.html" "$T_TMP/model.json" "$T_TMP/model.json" 2>"$T_TMP/two.err"; rc=$?
+check "two model files: refused, saying why" sh -c "[ $rc = 1 ] && grep -q 'one of them twice' '$T_TMP/two.err'"
 check "phone-sized: a viewport" grep -q 'name="viewport" content="width=device-width' "$OUT"
 check "self-contained: no external src/href" bash -c \
     "! grep -Eiq '(src|href)[[:space:]]*=[[:space:]]*[\"'\'']?[[:space:]]*(https?:)?//' '$OUT'"
