@@ -122,6 +122,22 @@ echo >&7; exec 7>&-
 wait "$RUN_PID"
 check "--live: Enter stops it" bash -c "! curl -s -o /dev/null -m 2 '$live_url'"
 
+# --- make demo LIVE=1 (loadtest/evolution --live): one page follows row after row ---
+LP=$(free_port)
+( sleep 1; LIVE_PORT=$LP LIVE_HOLD_S=2 loadtest/evolution --only v4 --quick --live --out "$T_TMP/evo" \
+      > "$T_TMP/evo.out" 2> "$T_TMP/evo.err" ) &
+EVO_PID=$!
+if command -v "$CHROMIUM" >/dev/null && command -v node >/dev/null; then
+    CHROMIUM=$CHROMIUM node tests/cdp.js "http://127.0.0.1:$LP/live?item=loadtest" 30 "$T_TMP/evo.json" 2>/dev/null
+fi
+wait "$EVO_PID"; rc=$?
+check_eq "evolution --live: the rows ran" 0 "$rc"
+check "evolution --live: the URL printed first" grep -q "open http://127.0.0.1:$LP/live?item=loadtest" "$T_TMP/evo.err"
+check "evolution --live: the one page saw the rows' stacks one after another (reconnects >= 2)" \
+    test "$(jq -r '[.samples[].live.reconnects // 0] | max' "$T_TMP/evo.json" 2>/dev/null)" -ge 2
+check "evolution --live: and v4 long-work's overlaps on it" \
+    test "$(jq -r '[.samples[].live.overlaps // 0] | max' "$T_TMP/evo.json" 2>/dev/null)" -ge 1
+
 # --- through nginx, in a browser ---
 if ! command -v "$CHROMIUM" >/dev/null || ! command -v node >/dev/null; then
     check "chromium and node installed (deploy/install-deps installs them)" false
