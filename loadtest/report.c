@@ -624,6 +624,36 @@ static void report_usage(FILE *f)
           "  shows the same flaw.\n", f);
 }
 
+/* The optional files after OUT.html: bench.json is an object, model.json an array. 0, or
+ * -1 with the reason printed (and nothing loaded). */
+static int report_load_extras(char **paths, int n, json_t **bench, json_t **model)
+{
+    json_error_t jerr;
+
+    for (int i = 0; i < n; i++) {
+        json_t *extra = json_load_file(paths[i], 0, &jerr);
+        if (extra && json_is_array(extra) && *model == NULL) {
+            *model = extra;
+            continue;
+        }
+        if (extra && json_is_object(extra) && *bench == NULL) {
+            *bench = extra;
+            continue;
+        }
+        if (extra == NULL)
+            fprintf(stderr, "evolution-report: %s: %s\n", paths[i], jerr.text);
+        else
+            fprintf(stderr, "evolution-report: %s: neither a bench (an object) nor a model "
+                            "checker's results (an array), or one of them twice\n", paths[i]);
+        json_decref(extra);
+        json_decref(*bench);
+        json_decref(*model);
+        *bench = *model = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     json_error_t jerr;
@@ -640,27 +670,8 @@ int main(int argc, char **argv)
         report_usage(stderr);
         return 2;
     }
-    for (int i = 3; i < argc; i++) {   /* bench.json is an object, model.json an array */
-        json_t *extra = json_load_file(argv[i], 0, &jerr);
-        if (extra == NULL) {
-            fprintf(stderr, "evolution-report: %s: %s\n", argv[i], jerr.text);
-            json_decref(bench);
-            json_decref(model);
-            return 1;
-        }
-        if (json_is_array(extra) && model == NULL)
-            model = extra;
-        else if (json_is_object(extra) && bench == NULL)
-            bench = extra;
-        else {
-            fprintf(stderr, "evolution-report: %s: neither a bench (an object) nor a model "
-                            "checker's results (an array), or one of them twice\n", argv[i]);
-            json_decref(extra);
-            json_decref(bench);
-            json_decref(model);
-            return 1;
-        }
-    }
+    if (report_load_extras(argv + 3, argc - 3, &bench, &model) != 0)
+        return 1;
     doc = json_load_file(argv[1], 0, &jerr);
     if (doc == NULL) {
         if (jerr.line > 0)

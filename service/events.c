@@ -180,58 +180,73 @@ static void heard(const char *item, const struct rd_reply *r)
     pthread_mutex_unlock(&mu);
 }
 
-/* Publishes msgs[0..n): one round trip per server, all sent before any is read. */
-static void publish_all(struct message *msgs, int n)
-{
-    static struct rd_batch batches[EVENTS_SERVERS];
+/* One round of publishing: a batch per server (up to RD_BATCH_MAX messages each). */
+struct round {
+    struct rd_batch batches[EVENTS_SERVERS];
     struct rd_trip trips[EVENTS_SERVERS];
-    int of[EVENTS_SERVERS][RD_BATCH_MAX], server[EVENTS_SERVERS], nt = 0, done = 0;
+    int server[EVENTS_SERVERS];
+    int of[EVENTS_SERVERS][RD_BATCH_MAX];   /* the message of each batch's command */
+    int nt;
+};
+
+/* Adds message i to its server's batch in r (a new one when there is room); 1 when it
+ * went in (its text is freed then), 0 when it waits for the next round. */
+static int round_add(struct round *r, struct message *msgs, int i)
+{
     const char *cmd = svc.cluster ? "SPUBLISH" : "PUBLISH";
     char channel[ITEM_MAX + 16];
     struct lock_error err;
+    int t;
+
+    for (t = 0; t < r->nt && r->server[t] != msgs[i].server; t++)
+        ;
+    if (t == r->nt) {
+        if (r->nt == EVENTS_SERVERS)
+            return 0;
+        memset(&r->batches[t], 0, sizeof(r->batches[t]));
+        r->trips[t] = (struct rd_trip){ .main = &r->batches[t] };
+        r->server[r->nt++] = msgs[i].server;
+    }
+    if (r->batches[t].n == RD_BATCH_MAX)
+        return 0;
+    snprintf(channel, sizeof(channel), "events:{%.*s}", ITEM_MAX, msgs[i].item);
+    if (rd_batch_add(&r->batches[t], &err, "%s %s %s", cmd, channel, msgs[i].text) == LOCK_OK)
+        r->of[t][r->batches[t].n - 1] = i;
+    free(msgs[i].text);   /* in the batch, or lost with an error */
+    msgs[i].text = NULL;
+    return 1;
+}
+
+/* Publishes msgs[0..n): one round trip per server, all sent before any is read; a
+ * message whose item has no server now is lost. */
+static void publish_all(struct message *msgs, int n)
+{
+    static struct round r;   /* the publisher thread's alone */
+    char channel[ITEM_MAX + 16];
+    struct lock_error err;
+    int done = 0;
 
     for (int i = 0; i < n; i++) {
         snprintf(channel, sizeof(channel), "events:{%.*s}", ITEM_MAX, msgs[i].item);
-        msgs[i].server = rd_key_server(svc_redis, channel, &err);
-    }
-    while (done < n) {
-        nt = 0;
-        for (int i = 0; i < n; i++) {
-            int t;
-            if (msgs[i].text == NULL || msgs[i].server < 0)
-                continue;
-            for (t = 0; t < nt && server[t] != msgs[i].server; t++)
-                ;
-            if (t == nt) {
-                if (nt == EVENTS_SERVERS)
-                    continue;
-                memset(&batches[nt], 0, sizeof(batches[nt]));
-                trips[nt] = (struct rd_trip){ .main = &batches[nt] };
-                server[nt++] = msgs[i].server;
-            }
-            if (batches[t].n == RD_BATCH_MAX)
-                continue;
-            snprintf(channel, sizeof(channel), "events:{%.*s}", ITEM_MAX, msgs[i].item);
-            if (rd_batch_add(&batches[t], &err, "%s %s %s", cmd, channel, msgs[i].text) == LOCK_OK)
-                of[t][batches[t].n - 1] = i;
+        if ((msgs[i].server = rd_key_server(svc_redis, channel, &err)) < 0) {
             free(msgs[i].text);
             msgs[i].text = NULL;
             done++;
         }
-        for (int i = 0; i < n; i++)   /* no server for it now: its events are lost */
-            if (msgs[i].text && msgs[i].server < 0) {
-                free(msgs[i].text);
-                msgs[i].text = NULL;
-                done++;
-            }
-        rd_round_trips(svc_redis, trips, nt);
-        for (int t = 0; t < nt; t++) {
-            for (int c = 0; c < batches[t].n; c++) {
-                heard(msgs[of[t][c]].item, batches[t].reply[c]);
-                if (batches[t].reply[c] && batches[t].reply[c]->type == RD_INTEGER)
+    }
+    while (done < n) {
+        r.nt = 0;
+        for (int i = 0; i < n; i++)
+            if (msgs[i].text)
+                done += round_add(&r, msgs, i);
+        rd_round_trips(svc_redis, r.trips, r.nt);
+        for (int t = 0; t < r.nt; t++) {
+            for (int c = 0; c < r.batches[t].n; c++) {
+                heard(msgs[r.of[t][c]].item, r.batches[t].reply[c]);
+                if (r.batches[t].reply[c] && r.batches[t].reply[c]->type == RD_INTEGER)
                     atomic_fetch_add(&published, 1);
             }
-            rd_batch_reset(&batches[t]);
+            rd_batch_reset(&r.batches[t]);
         }
     }
 }
