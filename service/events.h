@@ -26,10 +26,11 @@ long long events_dropped(void);
 
 /* --- stream.c: GET /events?item=I as Server-Sent Events --- */
 
-/* Serves one stream: 200 text/event-stream with every instance's messages on events:{I}
- * ("data: <message>" each), a comment line as heartbeat when quiet; 503 too_many_streams
- * past --max-streams. */
-enum MHD_Result stream_serve(struct MHD_Connection *conn, const char *item);
+/* A new stream's response (the caller queues it, then destroys its reference): 200
+ * text/event-stream with every instance's messages on events:{I} ("data: <message>"
+ * each), a comment line as heartbeat when quiet. NULL when it cannot be made; *full is
+ * set when that is because --max-streams are open (or the instance is stopping). */
+struct MHD_Response *stream_response(struct MHD_Connection *conn, const char *item, int *full);
 /* Ends every stream (each is sent an "end" event, then closed), waiting up to wait_ms
  * for them to be gone; new ones are refused from then on. */
 void streams_end(long wait_ms);

@@ -308,9 +308,22 @@ static enum MHD_Result route_events(struct MHD_Connection *conn, void **req_cls)
     (void)req_cls;
     struct params p;
 
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+    int full;
+
     if (params_parse(conn, &p, 0) != 0)
         return answer_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", p.error);
-    return stream_serve(conn, p.item);
+    if ((resp = stream_response(conn, p.item, &full)) == NULL && full)
+        return answer_json(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+                           json_pack("{s:b, s:s, s:s}", "ok", 0, "error", "too_many_streams",
+                                     "message", "this instance serves --max-streams event "
+                                                "streams at once"), "Retry-After", "5");
+    if (resp == NULL)
+        return MHD_NO;
+    ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);   /* the stream ends when the connection is done with it */
+    return ret;
 }
 
 /* GET /live: the live page, one HTML file with its script, built in (service/live.html). */

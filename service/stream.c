@@ -234,21 +234,6 @@ static void stream_done(void *cls)
     stream_unref(s);
 }
 
-static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned status, const char *body)
-{
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
-    enum MHD_Result ret;
-
-    if (resp == NULL)
-        return MHD_NO;
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    MHD_add_response_header(resp, "Retry-After", "5");
-    ret = MHD_queue_response(conn, status, resp);
-    MHD_destroy_response(resp);
-    return ret;
-}
-
 /* A new stream, counted in the list; NULL when the cap is reached or we are stopping. */
 static struct stream *stream_new(struct MHD_Connection *conn, const char *item)
 {
@@ -271,17 +256,15 @@ static struct stream *stream_new(struct MHD_Connection *conn, const char *item)
     return s;
 }
 
-enum MHD_Result stream_serve(struct MHD_Connection *conn, const char *item)
+struct MHD_Response *stream_response(struct MHD_Connection *conn, const char *item, int *full)
 {
     struct stream *s = stream_new(conn, item);
     struct MHD_Response *resp;
     pthread_t reader;
-    enum MHD_Result ret;
 
+    *full = s == NULL;
     if (s == NULL)
-        return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
-                      "{\"ok\":false,\"error\":\"too_many_streams\","
-                      "\"message\":\"this instance serves --max-streams event streams at once\"}");
+        return NULL;
     stream_put(s, "retry: 1000\n\nevent: hello\ndata: {\"instance\":\"%s\",\"item\":\"%s\","
                "\"lock\":\"%s\",\"events\":%s,\"heartbeat_ms\":%d}\n\n",
                svc.name, item, svc.version, svc.no_events ? "false" : "true", HEARTBEAT_MS);
@@ -292,15 +275,13 @@ enum MHD_Result stream_serve(struct MHD_Connection *conn, const char *item)
             MHD_destroy_response(resp);   /* stream_done frees it */
         else
             stream_unref(s);
-        return MHD_NO;
+        return NULL;
     }
     pthread_detach(reader);
     MHD_add_response_header(resp, "Content-Type", "text/event-stream");
     MHD_add_response_header(resp, "Cache-Control", "no-cache");
     MHD_add_response_header(resp, "X-Accel-Buffering", "no");
-    ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);   /* freed (stream_done) once the connection is done with it */
-    return ret;
+    return resp;   /* the caller queues it; stream_done frees the stream when it is done */
 }
 
 void streams_end(long wait_ms)
