@@ -118,7 +118,9 @@ async function drive(wsUrl) {
   await page("Emulation.setDeviceMetricsOverride", { width, height, deviceScaleFactor: 1, mobile: width < 600 });
   await page("Page.navigate", { url });
   const samples = [];
-  for (let s = 1; s <= Number(seconds); s++) {
+  let stop = false;   // SIGTERM: end after this second's sample (loadtest/evolution --live-check)
+  process.on("SIGTERM", () => { stop = true; });
+  for (let s = 1; s <= Number(seconds) && !stop; s++) {
     await new Promise((ok) => setTimeout(ok, 1000));
     const r = await page("Runtime.evaluate", {
       expression: "JSON.stringify({live: window.live || null, overlaps_dom: (document.getElementById('overlaps') || {}).textContent, status: (document.getElementById('status') || {}).textContent, via: (document.getElementById('via') || {}).textContent})",
@@ -133,7 +135,8 @@ async function drive(wsUrl) {
     const metric = (name) => (metrics.find((x) => x.name === name) || {}).value;
     samples.push({ s, live: v.live, overlaps_dom: v.overlaps_dom, status: v.status, via: v.via, eval: v.eval,
                    nodes: metric("Nodes"), heap: metric("JSHeapUsedSize") });
-    fs.writeFileSync(out, JSON.stringify({ samples }));
+    fs.writeFileSync(out + ".tmp", JSON.stringify({ samples }));
+    fs.renameSync(out + ".tmp", out);
   }
   if (shot) {
     const { data } = await page("Page.captureScreenshot", { format: "png" });

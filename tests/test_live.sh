@@ -122,21 +122,18 @@ echo >&7; exec 7>&-
 wait "$RUN_PID"
 check "--live: Enter stops it" bash -c "! curl -s -o /dev/null -m 2 '$live_url'"
 
-# --- make demo LIVE=1 (loadtest/evolution --live): one page follows row after row ---
+# --- make demo LIVE=check (loadtest/evolution --live-check): one page follows row after row ---
 LP=$(free_port)
-( sleep 1; LIVE_PORT=$LP LIVE_HOLD_S=2 loadtest/evolution --only v4 --quick --live --out "$T_TMP/evo" \
-      > "$T_TMP/evo.out" 2> "$T_TMP/evo.err" ) &
-EVO_PID=$!
-if command -v "$CHROMIUM" >/dev/null && command -v node >/dev/null; then
-    CHROMIUM=$CHROMIUM node tests/cdp.js "http://127.0.0.1:$LP/live?item=loadtest" 30 "$T_TMP/evo.json" 2>/dev/null
-fi
-wait "$EVO_PID"; rc=$?
-check_eq "evolution --live: the rows ran" 0 "$rc"
+LIVE_PORT=$LP LIVE_HOLD_S=2 loadtest/evolution --only v4 --quick --live-check --out "$T_TMP/evo" \
+    > "$T_TMP/evo.out" 2> "$T_TMP/evo.err"; rc=$?
+check_eq "evolution --live-check: the rows ran" 0 "$rc"
 check "evolution --live: the URL printed first" grep -q "open http://127.0.0.1:$LP/live?item=loadtest" "$T_TMP/evo.err"
+check "evolution --live-check: the page's figures printed" grep -q "the live page, open [0-9]* s: DOM nodes" "$T_TMP/evo.err"
 check "evolution --live: the one page saw the rows' stacks one after another (reconnects >= 2)" \
-    test "$(jq -r '[.samples[].live.reconnects // 0] | max' "$T_TMP/evo.json" 2>/dev/null)" -ge 2
+    test "$(jq -r '[.samples[].live.reconnects // 0] | max' "$T_TMP/evo/live-page.json" 2>/dev/null)" -ge 2
 check "evolution --live: and v4 long-work's overlaps on it" \
-    test "$(jq -r '[.samples[].live.overlaps // 0] | max' "$T_TMP/evo.json" 2>/dev/null)" -ge 1
+    test "$(jq -r '[.samples[].live.overlaps // 0] | max' "$T_TMP/evo/live-page.json" 2>/dev/null)" -ge 1
+check "evolution --live-check: no Chromium left behind" bash -c "! pgrep -f 'cdp-.*--remote-debugging' >/dev/null"
 
 # --- through nginx, in a browser ---
 if ! command -v "$CHROMIUM" >/dev/null || ! command -v node >/dev/null; then
