@@ -133,7 +133,8 @@ check "evolution --live: the one page saw the rows' stacks one after another (re
     test "$(jq -r '[.samples[].live.reconnects // 0] | max' "$T_TMP/evo/live-page.json" 2>/dev/null)" -ge 2
 check "evolution --live: and v4 long-work's overlaps on it" \
     test "$(jq -r '[.samples[].live.overlaps // 0] | max' "$T_TMP/evo/live-page.json" 2>/dev/null)" -ge 1
-check "evolution --live-check: no Chromium left behind" bash -c "! pgrep -f 'remote-debugging-port=0 --user-data-dir=.*cdp-' >/dev/null"
+check_eq "evolution --live-check: no Chromium left behind" "" \
+    "$(pgrep -f 'remote-debugging-port=0 --user-data-dir=.*cdp-')"
 
 # --- through nginx, in a browser ---
 if ! command -v "$CHROMIUM" >/dev/null || ! command -v node >/dev/null; then
