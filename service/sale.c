@@ -39,13 +39,13 @@ static void event_if_fenced(const struct lock_grant *g, struct sale_request **rq
  * timeout. */
 static void event_acquired(const char *item, const struct lock_grant *g, int st)
 {
-    long long now = lock_now_ms();
+    const char *thread = strrchr(g->owner, ':');   /* "<instance id>:<thread>" */
 
     if (st == LOCK_OK)
         event_emit(item, g->owner, "acquired",
                    "\"owner\":\"%.8s%s\",\"token\":%lld,\"depth\":%d,\"lease_ms\":%lld,"
-                   "\"waited_ms\":%lld", g->owner, strrchr(g->owner, ':') ? strrchr(g->owner, ':') : "",
-                   g->token, g->depth, g->valid_until_ms ? g->valid_until_ms - now : 0, g->waited_ms);
+                   "\"waited_ms\":%lld", g->owner, thread ? thread : "", g->token, g->depth,
+                   g->valid_until_ms ? g->valid_until_ms - lock_now_ms() : 0, g->waited_ms);
     else if (st == LOCK_TIMEOUT)
         event_emit(item, g->owner, "timeout", "\"waited_ms\":%lld", g->waited_ms);
 }
