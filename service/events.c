@@ -35,13 +35,16 @@ enum {
     EVENTS_SERVERS = 16,         /* servers published to in one round (more: the next) */
 };
 
-/* One item's events of this tick. Guarded by mu. */
+/* One item's events of this tick. Guarded by mu, but for named and quiet_until_ms: an
+ * entry, once named, keeps its item until events_stop, so a sale's thread reads those two
+ * without the mutex (quiet: nothing to format). */
 struct item_events {
     char item[ITEM_MAX + 1];
+    atomic_int named;            /* item is set */
     char *buf;                   /* ",{..},{..}" (each event after a comma) */
     size_t len, cap;
     long long dropped;
-    long long quiet_until_ms;    /* nobody listened: keep nothing until then */
+    atomic_llong quiet_until_ms; /* nobody listened: keep nothing until then */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -67,12 +70,29 @@ static struct item_events *entry(const char *item)
         struct item_events *e = &items[(h + i) % EVENTS_ITEMS];
         if (e->item[0] == '\0') {
             snprintf(e->item, sizeof(e->item), "%s", item);
+            atomic_store_explicit(&e->named, 1, memory_order_release);
             return e;
         }
         if (strcmp(e->item, item) == 0)
             return e;
     }
     return NULL;
+}
+
+/* Whether nobody listens to item now; without the mutex (an item not yet in the table
+ * is not quiet). */
+static int quiet(const char *item)
+{
+    for (unsigned i = 0, h = hash(item); i < EVENTS_ITEMS; i++) {
+        struct item_events *e = &items[(h + i) % EVENTS_ITEMS];
+        if (!atomic_load_explicit(&e->named, memory_order_acquire))
+            return 0;
+        if (strcmp(e->item, item) == 0) {
+            long long until = atomic_load(&e->quiet_until_ms);
+            return until != 0 && until > lock_now_ms();
+        }
+    }
+    return 0;
 }
 
 long long events_now_us(void)
@@ -95,7 +115,7 @@ void event_emit(const char *item, const char *owner, const char *what, const cha
     int n;
     va_list ap;
 
-    if (!atomic_load(&started) || item == NULL)
+    if (!atomic_load(&started) || item == NULL || quiet(item))
         return;
     n = snprintf(ev, sizeof(ev), ",{\"t\":%lld,\"ev\":\"%s\",\"th\":%s", events_now_us(), what,
                  lane_of(owner));
@@ -113,8 +133,8 @@ void event_emit(const char *item, const char *owner, const char *what, const cha
     struct item_events *e = entry(item);
     if (e == NULL) {
         atomic_fetch_add(&dropped_total, 1);
-    } else if (e->quiet_until_ms > lock_now_ms()) {
-        /* nobody listens to this item now */
+    } else if (atomic_load(&e->quiet_until_ms) > lock_now_ms()) {
+        /* nobody listens to this item now (it went quiet while this one was formatted) */
     } else if (e->len + (size_t)n > EVENTS_ITEM_BYTES) {
         e->dropped++;
         atomic_fetch_add(&dropped_total, 1);
@@ -176,7 +196,7 @@ static void heard(const char *item, const struct rd_reply *r)
     pthread_mutex_lock(&mu);
     struct item_events *e = entry(item);
     if (e && r && r->type == RD_INTEGER)
-        e->quiet_until_ms = r->integer == 0 ? lock_now_ms() + EVENTS_QUIET_MS : 0;
+        atomic_store(&e->quiet_until_ms, r->integer == 0 ? lock_now_ms() + EVENTS_QUIET_MS : 0);
     pthread_mutex_unlock(&mu);
 }
 

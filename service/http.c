@@ -307,7 +307,6 @@ static enum MHD_Result route_events(struct MHD_Connection *conn, void **req_cls)
 {
     (void)req_cls;
     struct params p;
-
     struct MHD_Response *resp;
     enum MHD_Result ret;
     int full;

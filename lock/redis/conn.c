@@ -236,8 +236,10 @@ int rd_route(struct rd_client *rc, int slot, struct lock_error *err)
 
 void rd_client_moved(struct rd_client *rc, const struct rd_reply *r)
 {
-    if (rc->locator->redirected && r && r->fault == LOCK_E_MOVED)
+    if (rc->locator->redirected && r && r->fault == LOCK_E_MOVED) {
+        atomic_fetch_add(&rc->moved, 1);   /* counted as a command's MOVED is */
         rc->locator->redirected(rc, r, 1);
+    }
 }
 
 struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct lock_error *err)
