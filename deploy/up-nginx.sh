@@ -52,6 +52,15 @@ EOF
         keepalive_requests 1000000;
         keepalive_timeout 60s;        # below the service's 120 s idle timeout
     }
+    # The same instances for /events, never marked down (max_fails=0): a page's new
+    # stream tries each in turn, so it finds one as soon as any is up again, even after
+    # every instance restarted in a row (above, a failed server rests fail_timeout, 10 s).
+    upstream inventory_events {
+EOF
+    for s in $SERVERS; do echo "        server $s max_fails=0;"; done
+    cat <<EOF
+        keepalive 4;
+    }
 
     server {
         listen $NGINX_BIND:$NGINX_PORT;
@@ -71,7 +80,7 @@ EOF
         # streams are full, or it is stopping) is skipped for the next one: a browser's
         # EventSource gives up for good on an answer other than 200.
         location = /events {
-            proxy_pass http://inventory;
+            proxy_pass http://inventory_events;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
             proxy_buffering off;

@@ -9,8 +9,13 @@
 # sections overlap, else the first lease found lost; null when there is none. Out:
 #   {"kind": "fenced"|"overlap"|"lost", "at_ms": 400, "span_ms": 2000,
 #    "lanes": [{"name": "inventory-8081/3", "bars": [[s, e, red]...],
-#               "marks": [[t, "renewed"|"lost"|"fenced"|"released"]...]}...]}
+#               "marks": [[t, "renewed"|"lost"|"fenced"|"released"|"deleted"]...]}...],
+#    "deleted": {"by": LANE, "of": LANE, "at_ms": t}}     (only where it is known)
 # with every time in ms from the window's start (at_ms before the moment).
+# "deleted": the overlap's first holder B lost its key before its lease ran out and
+# without giving it back, and between B's grant and the overlap the one release another
+# lane X had answered "ok" (its DEL removed a key; v5's release is GET, then DEL): X's DEL
+# removed B's lock. Marked on X's lane where X's release answered.
 def lane: "\(.instance)/\(.th)";
 def window_ms: 2000;
 def before_ms: 400;
@@ -20,10 +25,10 @@ def sections:
   reduce .[] as $e ({open: {}, out: []};
     ($e | lane) as $l
     | if $e.ev == "acquired" then
-        (if .open[$l] then .out += [{lane: $l, s: .open[$l], e: $e.t}] else . end)
-        | .open[$l] = $e.t
+        (if .open[$l] then .out += [.open[$l] + {e: $e.t}] else . end)
+        | .open[$l] = {lane: $l, s: $e.t, until: ($e.t + ($e.lease_ms // 0) * 1000)}
       elif $e.ev == "leave" and .open[$l] then
-        .out += [{lane: $l, s: .open[$l], e: $e.t}] | del(.open[$l])
+        .out += [.open[$l] + {e: $e.t}] | del(.open[$l])
       else . end)
   | .out | sort_by(.s);
 
@@ -44,12 +49,25 @@ def nearest($at): sort_by((.s - $at) | fabs) | .[:40] | sort_by(.s);
 
 def lost: .ev == "lost" or (.ev == "released" and (.result == "expired" or .result == "stolen"));
 
+# At an overlap at $t: the section it broke into (B's: still open, its lease still
+# running), and the one release of another lane answered "ok" since B's grant: {by, of,
+# t}, or null.
+def deleted($events; $t):
+  ([.[] | select(.s == $t)][0].lane) as $c
+  | [.[] | select(.lane != $c and .s < $t and .e > $t and .until > $t)][0] as $b
+  | if $b == null then null else
+      [$events[] | select(.ev == "released" and .result == "ok" and .t > $b.s and .t < $t
+                          and lane != $b.lane and lane != $c)] as $x
+      | if ($x | length) == 1 then {by: ($x[0] | lane), of: $b.lane, t: $x[0].t} else null end
+    end;
+
 # The first 20,000 events are enough to find the first moment (and keep jq quick).
 sort_by(.t) | .[:20000] as $events
 | ($events | sections) as $secs
 | ([$events[] | select(.ev == "fenced" or .ev == "refused")][0].t) as $fenced
 | ($secs | first_overlap) as $overlap
 | ([$events[] | select(lost)][0].t) as $lost
+| (if $overlap then $secs | deleted($events; $overlap) else null end) as $deleted
 | (if $fenced then {kind: "fenced", t: $fenced}
    elif $overlap then {kind: "overlap", t: $overlap}
    elif $lost then {kind: "lost", t: $lost}
@@ -67,8 +85,9 @@ sort_by(.t) | .[:20000] as $events
                 or lost)] as $marks
     # 12 lanes: those busy nearest the moment (the overlap's, the refused write's)
     | ([($in[] | {lane, d: ((.s - $m.t) | fabs)}), ($marks[] | {lane: lane, d: ((.t - $m.t) | fabs)})]
-       | group_by(.lane) | map({lane: .[0].lane, d: (map(.d) | min)}) | sort_by(.d) | .[:12]
-       | map(.lane) | sort) as $names
+       | group_by(.lane) | map({lane: .[0].lane, d: (map(.d) | min)})
+       | map(if $deleted and .lane == $deleted.by then .d = -1 else . end)   # X's lane shown
+       | sort_by(.d) | .[:12] | map(.lane) | sort) as $names
     | [$in[] | select(.lane as $l | $names | index($l))] as $shown
     | { kind: $m.kind, at_ms: before_ms, span_ms: window_ms,
         lanes: [ $names[] as $n
@@ -78,7 +97,12 @@ sort_by(.t) | .[:20000] as $events
               bars: [ $mine[] | . as $x
                       | [($x.s | ms), ($x.e | ms), any($others[]; .s < $x.e and $x.s < .e)] ],
               marks: [ $marks[] | select(lane == $n)
-                       | select(.ev != "released" or ($mine | length) <= 12)
+                       | select(.ev != "released" or ($mine | length) <= 12
+                                or ($deleted and .t == $deleted.t))
                        | [(.t | ms), (if lost then "lost" elif .ev == "refused" then "fenced"
+                                      elif $deleted and .ev == "released" and .t == $deleted.t
+                                           and $n == $deleted.by then "deleted"
                                       else .ev end)] ] } ] }
+      + (if $deleted and ($names | index($deleted.of)) and ($names | index($deleted.by))
+         then {deleted: {by: $deleted.by, of: $deleted.of, at_ms: ($deleted.t | ms)}} else {} end)
   end

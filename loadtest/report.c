@@ -534,8 +534,9 @@ static int report_write(FILE *f, const json_t *doc, const json_t *bench, const j
     report_timeline_section(f, rows);
     fputs("<h2 id=\"moments\">The moment each flaw showed</h2>\n<p class=\"meta\">The live page's "
           "drawing, frozen: a lane per instance and thread, a bar per critical section (from "
-          "the grant to the release being sent), black ticks for releases, green for renewals; "
-          "the dashed line is the moment.</p>\n", f);
+          "the grant to the release being sent), black ticks for releases, green for renewals, "
+          "a black cross for a release that deleted another's lock; the dashed line is the "
+          "moment.</p>\n", f);
     report_moment_section(f, rows);
     fputs("<h2 id=\"traces\">The model checker's counterexamples</h2>\n<p class=\"meta\">What SPIN "
           "found for each version (make model), as a sequence: a lane per client, Redis and the "

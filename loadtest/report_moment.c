@@ -20,10 +20,11 @@
 enum { MOMENT_LABEL_W = 150, MOMENT_PLOT_W = 520, MOMENT_LANE_H = 20, MOMENT_AXIS_H = 18 };
 
 /* One lane's marks: renewals as ticks, releases as thin black ticks (not on a busy lane:
- * they would hide its bars), then lost leases and, on top, refused writes as triangles. */
+ * they would hide its bars), then lost leases and refused writes as triangles, and on top
+ * a release that deleted another's lock as a black cross. */
 static void report_moment_marks(FILE *f, const json_t *marks, double span, int y, int busy)
 {
-    static const char *const layers[] = { "renewed", "released", "lost", "fenced" };
+    static const char *const layers[] = { "renewed", "released", "lost", "fenced", "deleted" };
     size_t i;
     const json_t *m;
 
@@ -41,6 +42,10 @@ static void report_moment_marks(FILE *f, const json_t *marks, double span, int y
         else if (strcmp(kind, "released") == 0)
             fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"1\" height=\"%d\" fill=\"#222\"/>\n",
                     x, y + 2, MOMENT_LANE_H - 6);
+        else if (strcmp(kind, "deleted") == 0)
+            fprintf(f, "<path class=\"deleted\" d=\"M%.1f %d l10 %d m0 -%d l-10 %d\" stroke=\"#000\" "
+                       "stroke-width=\"2.5\"><title>its DEL removed another's lock</title></path>\n",
+                    x - 5, y + 3, MOMENT_LANE_H - 8, MOMENT_LANE_H - 8, MOMENT_LANE_H - 8);
         else
             fprintf(f, "<path d=\"M%.1f %d l-5 %d h10 z\" fill=\"%s\"><title>%s</title></path>\n",
                     x, y + 1, MOMENT_LANE_H - 4,
@@ -93,6 +98,21 @@ static void report_moment_chart(FILE *f, const json_t *moment)
             MOMENT_LABEL_W + MOMENT_PLOT_W * at / span, h);
 }
 
+/* The caption's words for a moment's "deleted" (moment.jq): whose release removed whose
+ * lock; nothing when there is none. */
+static void report_moment_deleted(FILE *f, const json_t *deleted)
+{
+    const char *by = report_str(deleted, "by"), *of = report_str(deleted, "of");
+
+    if (by == NULL || of == NULL)
+        return;
+    fputs("; the release of ", f);
+    report_escape(f, by);
+    fputs(" (its DEL, black cross) removed the lock of ", f);
+    report_escape(f, of);
+    fputs(", whose lease still ran: the next grant came while it held", f);
+}
+
 /* report_moment_section: for every flaw row that captured one, the moment it showed. */
 void report_moment_section(FILE *f, const json_t *rows)
 {
@@ -120,6 +140,7 @@ void report_moment_section(FILE *f, const json_t *rows)
         report_escape(f, report_str(row, "scenario") ? report_str(row, "scenario") : "?");
         fputs(" <small>", f);
         report_escape(f, what);
+        report_moment_deleted(f, json_object_get(moment, "deleted"));
         fputs("</small></figcaption>\n", f);
         report_moment_chart(f, moment);
         fputs("</figure>\n", f);

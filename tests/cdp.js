@@ -131,6 +131,9 @@ async function drive(wsUrl) {
       const x = await page("Runtime.evaluate", { expression: process.env.CDP_EVAL, returnByValue: true });
       v.eval = x.result.value;
     }
+    // Garbage collected first: the nodes and heap the page keeps, not what it let go of
+    // and the collector has not taken yet (that comes and goes with its timing).
+    await page("HeapProfiler.collectGarbage");
     const metrics = (await page("Performance.getMetrics")).metrics;
     const metric = (name) => (metrics.find((x) => x.name === name) || {}).value;
     samples.push({ s, live: v.live, overlaps_dom: v.overlaps_dom, status: v.status, via: v.via, eval: v.eval,

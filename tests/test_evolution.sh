@@ -75,7 +75,14 @@ check "v8 redis-crash-snapshot: the sales after the snapshot lost and sold again
 moment() { jq -r --arg l "$1" --arg s "$2" '.rows[] | select(.lock == $l and .scenario == $s) | .moment.kind // "none"' "$J"; }
 check_eq "v2 load: its moment is an overlap" overlap "$(moment v2 load)"
 check_eq "v4 long-work: its moment is an overlap" overlap "$(moment v4 long-work)"
-check "v5 release-gap: its moment is an overlap or a lost lease" grep -qx 'overlap\|lost' <<< "$(moment v5 release-gap)"
+check_eq "v5 release-gap: its moment is an overlap" overlap "$(moment v5 release-gap)"
+check "  and names the release whose DEL removed another lane's lock, marked on its lane" jq -e \
+    '[.rows[] | select(.lock == "v5" and .scenario == "release-gap") | .moment
+      | .deleted.by != null and .deleted.of != null and .deleted.by != .deleted.of
+        and any(.lanes[] | select(.name == $by) | .marks[]; .[1] == "deleted")] == [true]' \
+    --arg by "$(jq -r '.rows[] | select(.lock == "v5" and .scenario == "release-gap") | .moment.deleted.by' "$J")" "$J"
+check "v8 pause's overlap (a lease that ran out, a Lua release) names no deleted lock" jq -e \
+    '[.rows[] | select(.lock == "v8" and .scenario == "pause") | .moment | has("deleted")] == [false]' "$J"
 check_eq "v8 pause: its moment is an overlap (the frozen holder's)" overlap "$(moment v8 pause)"
 check_eq "v9 pause: its moment is the refused write" fenced "$(moment v9 pause)"
 check "v4 long-work's moment: two lanes with red bars" jq -e \

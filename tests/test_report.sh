@@ -65,7 +65,9 @@ jq '.rows |= map(
           at_ms: 400, span_ms: 2000, lanes: [
             {name: "inventory-8081/1", bars: [[0, 1500, true]], marks: [[900, "lost"]]},
             {name: "inventory-8082/2", bars: [[400, 700, true], [800, 1000, true]],
-             marks: [[700, "released"]]}]}}
+             marks: [[700, "released"]]},
+            {name: "inventory-8083/1", bars: [], marks: [[300, "deleted"]]}],
+          deleted: {by: "inventory-8083/1", of: "inventory-8081/1", at_ms: 300}}}
       elif .lock == "fenced" then . + {moment: {kind: "fenced", at_ms: 400, span_ms: 2000,
           lanes: [{name: "inventory-8081/1", bars: [[100, 300, false]],
                    marks: [[150, "renewed"], [400, "fenced"]]}]}}
@@ -140,6 +142,8 @@ check_eq "moments: a section alone in blue" 1 "$(grep -c 'height="12" fill="#1f7
 check "moments: the refused write marked" grep -q 'fill="#9467bd"><title>write refused by the fence' "$OUT"
 check "moments: the lost lease marked" grep -q 'fill="#ff7f0e"><title>lease lost' "$OUT"
 check "moments: the axis counts from the moment" grep -q '>+0 ms</text>' "$OUT"
+check "moments: a release that deleted another's lock, marked with a cross" grep -q 'class="deleted".*<title>its DEL removed' "$OUT"
+check "  and named in the caption" grep -q 'the release of inventory-8083/1 (its DEL, black cross) removed the lock of inventory-8081/1' "$OUT"
 # With model/check's results: each counterexample's diagram, beside the run's moment.
 printf 'A: acquire ok\nA: works 4 ticks\nA%ss lease expires\nB: acquire ok\n=> mutex is broken here\n' "'" \
     > "$T_TMP/v4-long-work-mutex.txt"
