@@ -134,6 +134,13 @@ static int is_ending(struct stream *s)
 /* One reply on the subscriber connection; 0 to go on reading, -1 to subscribe anew. */
 static int on_reply(struct stream *s, const struct rd_reply *r)
 {
+    if (r->type == RD_ERROR) {
+        /* SSUBSCRIBE sent where the slot map said, but the slot has moved (MOVED: the map
+         * is told), or the cluster cannot serve it now: try again shortly. */
+        rd_client_moved(svc_redis, r);
+        lock_sleep_ms(r->fault == LOCK_E_MOVED ? 0 : RECONNECT_MS);
+        return -1;
+    }
     if (r->type != RD_ARRAY || r->elements < 2 || r->element[0]->type != RD_STRING)
         return 0;
     const char *kind = r->element[0]->str;
