@@ -53,13 +53,21 @@ struct key_queue {
     atomic_int subscribed;        /* 1 once Redis confirmed it, until it ends */
     int asked;                    /* SSUBSCRIBE sent, not yet answered (subscriber's) */
     int server;                   /* the node it was sent to (subscriber's) */
-    struct key_queue *next;
+    size_t len;                   /* strlen(key) */
+    struct key_queue *next;       /* every queue, newest first */
+    struct key_queue *hnext;      /* the next in its bucket */
 };
+
+/* Queues found by their key's hash: a message of one key among thousands waited on (a
+ * cluster's many items) finds its queue in a step, not a walk through all of them. */
+enum { QUEUE_BUCKETS = 1024 };
 
 struct notify {
     struct lock_client *lc;
-    pthread_mutex_t table_mu;     /* guards queues, count, sub */
+    pthread_mutex_t table_mu;     /* guards queues, bucket, count, sub */
     struct key_queue *queues;
+    struct key_queue *bucket[QUEUE_BUCKETS];
+    atomic_int unasked;           /* cluster: some key may need its SSUBSCRIBE sent */
     int count;
     pthread_t thread;
     struct rd_conn *sub;          /* the subscriber's connection, while connected */
@@ -92,19 +100,27 @@ static void waiter_init(struct waiter *w)
 static struct key_queue *queue_for(struct notify *n, const char *key, size_t len, int create)
 {
     struct key_queue *q;
+    unsigned h = 2166136261u;
 
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 16777619u;
+    h %= QUEUE_BUCKETS;
     pthread_mutex_lock(&n->table_mu);
-    for (q = n->queues; q; q = q->next)
-        if (strlen(q->key) == len && memcmp(q->key, key, len) == 0)
+    for (q = n->bucket[h]; q; q = q->hnext)
+        if (q->len == len && memcmp(q->key, key, len) == 0)
             goto out_unlock;
     if (!create || len >= LOCK_KEY_MAX || n->count >= QUEUES_MAX ||
         (q = calloc(1, sizeof(*q))) == NULL)
         goto out_unlock;
     memcpy(q->key, key, len);
+    q->len = len;
     pthread_mutex_init(&q->mu, NULL);
     q->next = n->queues;
     n->queues = q;
+    q->hnext = n->bucket[h];
+    n->bucket[h] = q;
     n->count++;
+    atomic_store(&n->unasked, 1);
 out_unlock:
     pthread_mutex_unlock(&n->table_mu);
     return q;
@@ -245,12 +261,16 @@ static void subscribe_new(struct notify *n, struct shard *shards, int *ns)
     struct lock_error err;
     int k = 0;
 
+    if (!atomic_exchange(&n->unasked, 0))
+        return;   /* no queue made, nor subscription lost, since the last look */
     pthread_mutex_lock(&n->table_mu);
     for (struct key_queue *q = n->queues; q && k < BATCH; q = q->next)
         if (!q->asked && !atomic_load(&q->subscribed)) {
             q->asked = 1;   /* taken; put back below if it cannot be sent */
             todo[k++] = q;
         }
+    if (k == BATCH)
+        atomic_store(&n->unasked, 1);   /* more, maybe: the next round */
     pthread_mutex_unlock(&n->table_mu);
     for (int i = 0; i < k; i++) {
         struct key_queue *q = todo[i];   /* queues live until the client goes */
@@ -263,6 +283,8 @@ static void subscribe_new(struct notify *n, struct shard *shards, int *ns)
         q->asked = cn != NULL;
         if (cn)
             q->server = rd_conn_server(cn);
+        else
+            atomic_store(&n->unasked, 1);   /* asked again next round */
         pthread_mutex_unlock(&n->table_mu);
     }
 }
@@ -277,6 +299,7 @@ static void unsubscribed(struct notify *n, int server, const struct rd_reply *ch
             (channel == NULL || strcmp(q->key, channel->str) == 0)) {
             q->asked = 0;
             atomic_store(&q->subscribed, 0);
+            atomic_store(&n->unasked, 1);
             queue_bump(q);
         }
     pthread_mutex_unlock(&n->table_mu);

@@ -31,7 +31,8 @@ enum {
     EVENTS_TICK_MS = 50,
     EVENTS_QUIET_MS = 1000,
     EVENTS_ITEM_BYTES = 64 * 1024,
-    EVENTS_ITEMS = 256,          /* items with events in one tick, at most */
+    EVENTS_ITEMS = 4096,         /* items with events, at most (a cluster's many items) */
+    EVENTS_PROBES = 32,          /* slots looked at for an item: beyond, it is not kept */
     EVENTS_SERVERS = 16,         /* servers published to in one round (more: the next) */
 };
 
@@ -63,10 +64,11 @@ static unsigned hash(const char *s)
     return h;
 }
 
-/* The item's entry (created when there is room); NULL when the table is full. Under mu. */
+/* The item's entry (created when there is room); NULL when the EVENTS_PROBES slots its
+ * hash names are all other items' (its events are counted dropped). Under mu. */
 static struct item_events *entry(const char *item)
 {
-    for (unsigned i = 0, h = hash(item); i < EVENTS_ITEMS; i++) {
+    for (unsigned i = 0, h = hash(item); i < EVENTS_PROBES; i++) {
         struct item_events *e = &items[(h + i) % EVENTS_ITEMS];
         if (e->item[0] == '\0') {
             snprintf(e->item, sizeof(e->item), "%s", item);
@@ -83,7 +85,7 @@ static struct item_events *entry(const char *item)
  * is not quiet). */
 static int quiet(const char *item)
 {
-    for (unsigned i = 0, h = hash(item); i < EVENTS_ITEMS; i++) {
+    for (unsigned i = 0, h = hash(item); i < EVENTS_PROBES; i++) {
         struct item_events *e = &items[(h + i) % EVENTS_ITEMS];
         if (!atomic_load_explicit(&e->named, memory_order_acquire))
             return 0;

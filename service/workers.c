@@ -1,6 +1,6 @@
 /* workers.c - Locked sales on an event loop (--combine N): each item has a line of sales,
  * and at most --workers threads serve the lines. An idle worker takes a line that has
- * sales and that no other worker is serving (lines in turn), takes the lock for its
+ * sales and that no other worker is serving (the one that has waited longest), takes the lock for its
  * first sale (waiting as the version waits) and, holding the grant, takes up to N - 1
  * more from the line: one critical section serves them all. While sales keep coming it
  * serves the next batch under the same grant, up to a hold limit (sale_serve). A worker
@@ -22,13 +22,23 @@ struct line {
     int busy;                     /* a worker is serving this line */
     pthread_cond_t cv;            /* a sale came (for the worker lingering on it) */
     struct sale_line serve;       /* how sale_serve takes from it and answers */
-    struct line *next;
+    int ready;                    /* in the ready list */
+    struct line *next;            /* every line */
+    struct line *hnext;           /* the next in its bucket */
+    struct line *rnext;           /* the next in the ready list */
 };
+
+/* Lines found by their item's hash, and the lines with sales and no worker in the order
+ * they became so: with a thousand items, a sale finds its line, and a worker the next
+ * line to serve, in a step (a walk through every line cost more than the sale). */
+enum { LINE_BUCKETS = 1024 };
 
 /* mu guards every line and everything below. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv;    /* a line has sales and no worker: for an idle worker */
-static struct line *lines, *turn; /* turn: the line an idle worker looks at first */
+static struct line *lines;
+static struct line *bucket[LINE_BUCKETS];
+static struct line *ready_head, *ready_tail;
 static pthread_t *threads;        /* svc.workers of them at most, started as needed */
 static int running, idle, stopping, started, reaper_started;
 static pthread_t reaper;
@@ -90,20 +100,34 @@ static void answer(void *arg, struct sale_request **rqs, int n)
         engine_resume(job_of(rqs[i]));
 }
 
-/* The next line with sales that no worker serves, from turn on; NULL when none. With mu
+/* Puts l in the ready list when it has sales, no worker, and is not there yet. With mu
  * held. */
+static void mark_ready(struct line *l)
+{
+    if (l->ready || l->head == NULL || l->busy)
+        return;
+    l->ready = 1;
+    l->rnext = NULL;
+    if (ready_tail)
+        ready_tail->rnext = l;
+    else
+        ready_head = l;
+    ready_tail = l;
+}
+
+/* The line that has waited longest with sales and no worker; NULL when none. With mu
+ * held. (A line in the list may have been emptied meanwhile, by the reaper or by the
+ * worker that served it: it is passed over.) */
 static struct line *next_line(void)
 {
-    struct line *start = turn ? turn : lines, *l = start;
+    struct line *l;
 
-    while (l) {
-        if (l->head && !l->busy) {
-            turn = l->next;
+    while ((l = ready_head) != NULL) {
+        if ((ready_head = l->rnext) == NULL)
+            ready_tail = NULL;
+        l->ready = 0;
+        if (l->head && !l->busy)
             return l;
-        }
-        l = l->next ? l->next : lines;
-        if (l == start)
-            break;
     }
     return NULL;
 }
@@ -140,7 +164,8 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&mu);
         serve_first(l, first);
         pthread_mutex_lock(&mu);
-        l->busy = 0;   /* what came meanwhile, this worker looks at next */
+        l->busy = 0;
+        mark_ready(l);   /* what came meanwhile waits its turn behind the other lines */
     }
     pthread_mutex_unlock(&mu);
     return NULL;
@@ -202,8 +227,12 @@ static struct line *line_for(const char *item)
 {
     pthread_condattr_t attr;
     struct line *l;
+    unsigned h = 2166136261u;
 
-    for (l = lines; l; l = l->next)
+    for (const char *c = item; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    h %= LINE_BUCKETS;
+    for (l = bucket[h]; l; l = l->hnext)
         if (strcmp(l->item, item) == 0)
             return l;
     if ((l = calloc(1, sizeof(*l))) == NULL)
@@ -217,6 +246,8 @@ static struct line *line_for(const char *item)
                                    .arg = l, .hold_ms = hold_ms(), .linger_ms = LINGER_MS };
     l->next = lines;
     lines = l;
+    l->hnext = bucket[h];
+    bucket[h] = l;
     return l;
 }
 
@@ -246,6 +277,7 @@ void workers_submit(struct sale_job *j)
         else
             l->head = j;
         l->tail = j;
+        mark_ready(l);
         pthread_cond_signal(&l->cv);   /* the worker serving l, lingering for more */
         if (l->busy || wake_worker() == 0) {
             pthread_mutex_unlock(&mu);
@@ -305,6 +337,7 @@ void workers_stop(void)
     free(threads);
     threads = NULL;
     running = idle = 0;
-    turn = NULL;
+    memset(bucket, 0, sizeof(bucket));
+    ready_head = ready_tail = NULL;
     started = 0;
 }
