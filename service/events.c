@@ -197,8 +197,14 @@ static void heard(const char *item, const struct rd_reply *r)
 {
     pthread_mutex_lock(&mu);
     struct item_events *e = entry(item);
-    if (e && r && r->type == RD_INTEGER)
+    if (e && r && r->type == RD_INTEGER) {
         atomic_store(&e->quiet_until_ms, r->integer == 0 ? lock_now_ms() + EVENTS_QUIET_MS : 0);
+        if (r->integer == 0) {   /* nothing kept while quiet: its buffer goes too */
+            free(e->buf);
+            e->buf = NULL;
+            e->len = e->cap = 0;
+        }
+    }
     pthread_mutex_unlock(&mu);
 }
 

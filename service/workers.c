@@ -23,7 +23,9 @@ struct line {
     pthread_cond_t cv;            /* a sale came (for the worker lingering on it) */
     struct sale_line serve;       /* how sale_serve takes from it and answers */
     int ready;                    /* in the ready list */
+    int waiting;                  /* in the waiting list: it has sales (head) */
     struct line *next;            /* every line */
+    struct line *wnext, *wprev;   /* the waiting list, for the reaper */
     struct line *hnext;           /* the next in its bucket */
     struct line *rnext;           /* the next in the ready list */
 };
@@ -39,6 +41,7 @@ static pthread_cond_t work_cv;    /* a line has sales and no worker: for an idle
 static struct line *lines;
 static struct line *bucket[LINE_BUCKETS];
 static struct line *ready_head, *ready_tail;
+static struct line *waiting;      /* the lines that have sales (the reaper looks at those) */
 static pthread_t *threads;        /* svc.workers of them at most, started as needed */
 static int running, idle, stopping, started, reaper_started;
 static pthread_t reaper;
@@ -48,13 +51,36 @@ static struct sale_job *job_of(struct sale_request *rq)
     return (struct sale_job *)((char *)rq - offsetof(struct sale_job, rq));
 }
 
+/* Puts l in the waiting list when it has sales, takes it out when it has none. With mu
+ * held. */
+static void line_waiting(struct line *l)
+{
+    if (l->head && !l->waiting) {
+        l->waiting = 1;
+        l->wprev = NULL;
+        if ((l->wnext = waiting) != NULL)
+            waiting->wprev = l;
+        waiting = l;
+    } else if (!l->head && l->waiting) {
+        l->waiting = 0;
+        if (l->wprev)
+            l->wprev->wnext = l->wnext;
+        else
+            waiting = l->wnext;
+        if (l->wnext)
+            l->wnext->wprev = l->wprev;
+    }
+}
+
 /* Takes the first job of l; NULL when empty. With mu held. */
 static struct sale_job *line_pop(struct line *l)
 {
     struct sale_job *j = l->head;
 
-    if (j && (l->head = j->next) == NULL)
+    if (j && (l->head = j->next) == NULL) {
         l->tail = NULL;
+        line_waiting(l);
+    }
     return j;
 }
 
@@ -190,6 +216,7 @@ static void reap(struct line *l, long long now)
         metrics_line_timeout();
         engine_resume(j);
     }
+    line_waiting(l);
 }
 
 /* Every 10 ms: sales still in a line at their wait limit answer lock_timeout. */
@@ -199,8 +226,10 @@ static void *reaper_main(void *arg)
     pthread_mutex_lock(&mu);
     while (!stopping) {
         long long now = lock_now_ms();
-        for (struct line *l = lines; l; l = l->next)
+        for (struct line *l = waiting, *next; l; l = next) {
+            next = l->wnext;   /* reap may take l out of the list */
             reap(l, now);
+        }
         pthread_mutex_unlock(&mu);
         lock_sleep_ms(10);
         pthread_mutex_lock(&mu);
@@ -277,6 +306,7 @@ void workers_submit(struct sale_job *j)
         else
             l->head = j;
         l->tail = j;
+        line_waiting(l);
         mark_ready(l);
         pthread_cond_signal(&l->cv);   /* the worker serving l, lingering for more */
         if (l->busy || wake_worker() == 0) {
@@ -284,6 +314,7 @@ void workers_submit(struct sale_job *j)
             return;
         }
         l->head = l->tail = NULL;   /* j was its only sale: no worker ever ran */
+        line_waiting(l);
     }
     pthread_mutex_unlock(&mu);
     /* Shutting down (nothing is sold; the client may try again), or no worker. */
@@ -339,5 +370,6 @@ void workers_stop(void)
     running = idle = 0;
     memset(bucket, 0, sizeof(bucket));
     ready_head = ready_tail = NULL;
+    waiting = NULL;
     started = 0;
 }
