@@ -23,6 +23,7 @@
  *         the lock goes to the one that asked instead of back to the holder.
  */
 #include "lock/internal.h"
+#include "lock/hash.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -100,11 +101,8 @@ static void waiter_init(struct waiter *w)
 static struct key_queue *queue_for(struct notify *n, const char *key, size_t len, int create)
 {
     struct key_queue *q;
-    unsigned h = 2166136261u;
+    unsigned h = lock_hash(key, len) % QUEUE_BUCKETS;
 
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)key[i]) * 16777619u;
-    h %= QUEUE_BUCKETS;
     pthread_mutex_lock(&n->table_mu);
     for (q = n->bucket[h]; q; q = q->hnext)
         if (q->len == len && memcmp(q->key, key, len) == 0)

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lock/hash.h"
 #include "service/service.h"
 
 enum {
@@ -56,19 +57,11 @@ static atomic_int started;
 static pthread_t thread;
 static atomic_llong published, dropped_total;
 
-static unsigned hash(const char *s)
-{
-    unsigned h = 2166136261u;
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 16777619u;
-    return h;
-}
-
 /* The item's entry (created when there is room); NULL when the EVENTS_PROBES slots its
  * hash names are all other items' (its events are counted dropped). Under mu. */
 static struct item_events *entry(const char *item)
 {
-    for (unsigned i = 0, h = hash(item); i < EVENTS_PROBES; i++) {
+    for (unsigned i = 0, h = lock_hash(item, strlen(item)); i < EVENTS_PROBES; i++) {
         struct item_events *e = &items[(h + i) % EVENTS_ITEMS];
         if (e->item[0] == '\0') {
             snprintf(e->item, sizeof(e->item), "%s", item);
@@ -85,7 +78,7 @@ static struct item_events *entry(const char *item)
  * is not quiet). */
 static int quiet(const char *item)
 {
-    for (unsigned i = 0, h = hash(item); i < EVENTS_PROBES; i++) {
+    for (unsigned i = 0, h = lock_hash(item, strlen(item)); i < EVENTS_PROBES; i++) {
         struct item_events *e = &items[(h + i) % EVENTS_ITEMS];
         if (!atomic_load_explicit(&e->named, memory_order_acquire))
             return 0;

@@ -8,6 +8,7 @@
  * all are busy, the next line waits for one. A reaper answers 503 lock_timeout to a sale
  * still in a line at its wait limit. */
 #include "service/engine.h"
+#include "lock/hash.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -256,11 +257,8 @@ static struct line *line_for(const char *item)
 {
     pthread_condattr_t attr;
     struct line *l;
-    unsigned h = 2166136261u;
+    unsigned h = lock_hash(item, strlen(item)) % LINE_BUCKETS;
 
-    for (const char *c = item; *c; c++)
-        h = (h ^ (unsigned char)*c) * 16777619u;
-    h %= LINE_BUCKETS;
     for (l = bucket[h]; l; l = l->hnext)
         if (strcmp(l->item, item) == 0)
             return l;
