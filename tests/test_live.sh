@@ -215,15 +215,21 @@ echo "       v8: overlaps $(last live.overlaps v8), blue px $(px $C_HELD v8), gr
 # and the page must still find the first one again. The sales go to the instances
 # themselves, by turns: through nginx, each instance's failed sale as it stopped would
 # rest it there 10 s (sales are never resent), and the page would have nothing to show.
-end=$(( $(date +%s) + 14 ))
+end=$(( $(date +%s) + 17 ))   # past the page's 14 s (Chromium takes a while to start)
 while [ "$(date +%s)" -lt "$end" ]; do
     for p in $INSTANCE_PORTS; do curl -s -o /dev/null -m 5 "http://127.0.0.1:$p/inventory/sale?item=it1"; done
     sleep 0.02
 done &
 LOAD_PIDS=$!
 via_port() {   # the instance the page streams from now: its port (and its name noted)
-    local via
-    via=$(jq -r '.samples[-1].via' "$T_TMP/restart.json"); echo "$via" >> "$T_TMP/restart.via"
+    local via="" _
+    # On a slow machine the page may not have said yet: wait for it, up to 5 s.
+    for _ in $(seq 50); do
+        via=$(jq -r '.samples[-1].via // ""' "$T_TMP/restart.json" 2>/dev/null)
+        [[ $via =~ ^inventory-[0-9]+ ]] && break
+        sleep 0.1
+    done
+    echo "$via" >> "$T_TMP/restart.via"
     via=${via#inventory-}; echo "${via%% *}"
 }
 ( sleep 3; restart_instance "$(via_port)"; sleep 3; restart_instance "$(via_port)" ) &
