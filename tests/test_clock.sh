@@ -85,6 +85,7 @@ run() {
     rc=$?
     json=$(tail -n 1 "$T_TMP/$name.out")
     grep -E '^  (observed|result)' "$T_TMP/$name.out" | cut -c 1-400 | sed 's/^/    /'
+    [ "$rc" = 0 ] || tail -n 3 "$T_TMP/$name.err" | sed 's/^/      /'
 }
 field() { json_field "$1" <<<"$json"; }
 # observed_num TEXT: the number after TEXT in the observed line ("lost" for "lost N leases").

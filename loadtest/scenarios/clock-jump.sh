@@ -114,20 +114,22 @@ host_metric() {
 # one too.
 clock_play() {
     local who=$1 step=$2 clocks=$3 before_s=1 after_s=${SECS:-10} hist=$SCN_DIR/history.jsonl
-    local file=$RUN_DIR/clock total jump_ns renewals lost_leases what
+    local file=$RUN_DIR/clock total enter_s jump_ns renewals lost_leases what
     [ -x "$ROOT/build/sale-load" ] && [ -f "$ROOT/build/clockstep.so" ] ||
         { SCN_OBSERVED="build/sale-load or build/clockstep.so not built (make)"; return 1; }
     clock_stack "$who" "$clocks" "$file" || return 1
     MONO_OFFSET=$(mono_offset_ns)
-    # Long enough for a sale of A to enter after before_s (one of its sales' work), then
-    # after_s more.
-    total=$(( before_s + (TTL_MS * 2 + 999) / 1000 + after_s ))
+    # Long enough for a sale of A to enter after before_s, then after_s more. A's two
+    # connections wait for the lock among B's four: a new sale of A may take a few of its
+    # sales' work to get in (on a slow machine more than one), so the wait allows three.
+    enter_s=$(( (TTL_MS * 2 * 3 + 999) / 1000 + 1 ))
+    total=$(( before_s + enter_s + after_s ))
     LOAD_QUERY="work_ms=$(( TTL_MS * 2 ))" host_load h2 "$total" 2 A
     LOAD_QUERY="work_ms=50" host_load h3 "$total" 4 B
     sleep "$before_s"
     # Just after a sale of A entered: the whole of its work is still ahead of it.
-    wait_until $(( TTL_MS * 2 / 1000 + 1 )) "" a_entered_anew "$(a_in_probe)" ||
-        { bg_wait; SCN_OBSERVED="no sale of A entered the lock in $(( TTL_MS * 2 / 1000 + 1 )) s"; return 1; }
+    wait_until "$enter_s" "" a_entered_anew "$(a_in_probe)" ||
+        { bg_wait; SCN_OBSERVED="no sale of A entered the lock in $enter_s s"; return 1; }
     set_clock "$file" "$step"
     jump_ns=$(mono_now_ns)
     bg_wait
