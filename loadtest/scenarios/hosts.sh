@@ -154,6 +154,10 @@ host_load() {
     BG_PIDS="$BG_PIDS $!"
 }
 
+# loads_stop: host_load's loads end now, as at the end of their time (sale-load on SIGTERM:
+# no new request, the answers in flight awaited, its summary and history written whole).
+loads_stop() { pkill -TERM -f -- "--history $SCN_DIR/history-" 2>/dev/null || true; }
+
 # loads_done NAME...: once host_load's loads have ended (bg_wait): each one's summary in
 # SCN_DIR/wrk-NAME.out (the fields loadtest/run sums) and their histories, one after the
 # other, in SCN_DIR/history.jsonl. Fails, saying why in SCN_OBSERVED, when a load left no

@@ -11,7 +11,7 @@
 # Five sentinels, quorum 3, down after 500 ms. Each side's clients (build/sale-load, 8
 # keep-alive connections, every answer in a history) sell through their own instance.
 # After 3 s the network is cut {h1,h2} | {h3,h4,h5} for SECS seconds, then healed, and
-# the load goes on for 15 s more. On the minority side, A keeps selling on the old master
+# the load goes on until 2 s after the sentinels demoted the old master (15 s at most). On the minority side, A keeps selling on the old master
 # (its two sentinels name it still); the majority's sentinels promote h3, and B follows
 # them. After the heal the sentinels demote the old master (it becomes h3's replica and
 # drops what it took alone): every sale it acknowledged since the cut is lost, and each
@@ -124,6 +124,10 @@ partition_play() {
     # The old master goes on as a master until the sentinels demote it (they wait a few
     # seconds for its role to settle before they send it REPLICAOF).
     wait_until "$after_s" "" demoted "$old" && demote_ns=$(mono_now_ns) || demote_ns=""
+    # Two seconds more of sales on the mended stack, then the loads end: what was left of
+    # their time (up to after_s) showed nothing more.
+    sleep 2
+    loads_stop
     bg_wait
     loads_done A B || return 1
     wait_until 10 "" sentinels_agree || true
