@@ -119,7 +119,8 @@ clock_play() {
         { SCN_OBSERVED="build/sale-load or build/clockstep.so not built (make)"; return 1; }
     clock_stack "$who" "$clocks" "$file" || return 1
     MONO_OFFSET=$(mono_offset_ns)
-    # Long enough for a sale of A to enter after before_s, then after_s more. A's two
+    # Long enough for a sale of A to enter after before_s, then after_s more (the loads
+    # end after_s after the jump: loads_stop). A's two
     # connections wait for the lock among B's four: a new sale of A may take a few of its
     # sales' work to get in (on a slow machine more than one), so the wait allows three.
     enter_s=$(( (TTL_MS * 2 * 3 + 999) / 1000 + 1 ))
@@ -132,6 +133,10 @@ clock_play() {
         { bg_wait; SCN_OBSERVED="no sale of A entered the lock in $enter_s s"; return 1; }
     set_clock "$file" "$step"
     jump_ns=$(mono_now_ns)
+    # after_s of load after the jump, then the loads end (their time, total, is the most
+    # the wait above could take).
+    sleep_until $(( jump_ns + after_s * 1000000000 ))
+    loads_stop
     bg_wait
     loads_done A B || return 1
     renewals=$(host_metric h2 inventory_lock_renewals_total)
