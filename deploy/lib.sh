@@ -15,15 +15,33 @@ at_host() { case $1 in *:*) echo "${1%:*} ${1##*:}" ;; *) echo "$2 $1" ;; esac; 
 # kernel's ephemeral range (ip_local_port_range), where outgoing connections take their
 # ports, so low that the port + ROOM is below it too (a cluster node's bus port is its
 # port + 10000).
+# A port drawn is also reserved for an hour (a directory in PORT_RESERVE_DIR, made by
+# mkdir: one caller wins): stacks that come up side by side (loadtest/evolution --jobs)
+# never draw the same port between the look and the bind, nor a port whose server is
+# down for a moment (a Redis killed and started again on it, a failover's old master).
+PORT_RESERVE_DIR=${PORT_RESERVE_DIR:-${TMPDIR:-/tmp}/inventory-ports}
 free_port() {
     local p lo=32768 room=${1:-0}
     read -r lo _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
     [ "$lo" -gt $((12000 + room)) ] || lo=32768
+    mkdir -p "$PORT_RESERVE_DIR" 2>/dev/null
     for _ in $(seq 100); do
         p=$(shuf -i "10000-$((lo - 1 - room))" -n 1)
-        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+        ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || continue
+        port_reserve "$p" || continue
+        echo "$p"
+        return 0
     done
     return 1
+}
+# port_reserve PORT: 1 when another caller reserved PORT within the hour; a reservation
+# older than that is taken over. Without a reservation directory, every port is free.
+port_reserve() {
+    local d=$PORT_RESERVE_DIR/$1
+    [ -d "$PORT_RESERVE_DIR" ] || return 0
+    mkdir "$d" 2>/dev/null && return 0
+    [ -n "$(find "$d" -maxdepth 0 -mmin +60 2>/dev/null)" ] || return 1
+    touch "$d" 2>/dev/null
 }
 
 # is_ours PID PATTERN...: the process lives and its command line contains every PATTERN
