@@ -11,24 +11,27 @@ in_net() {
 # at_host ADDR DEFAULT_HOST: "HOST PORT" of ADDR, a port (on DEFAULT_HOST) or HOST:PORT.
 at_host() { case $1 in *:*) echo "${1%:*} ${1##*:}" ;; *) echo "$2 $1" ;; esac; }
 
-# free_port [ROOM]: prints a TCP port nobody listens on, on 127.0.0.1. Drawn below the
-# kernel's ephemeral range (ip_local_port_range), where outgoing connections take their
-# ports, so low that the port + ROOM is below it too (a cluster node's bus port is its
-# port + 10000).
-# A port drawn is also reserved for an hour (a directory in PORT_RESERVE_DIR, made by
-# mkdir: one caller wins): stacks that come up side by side (loadtest/evolution --jobs)
-# never draw the same port between the look and the bind, nor a port whose server is
-# down for a moment (a Redis killed and started again on it, a failover's old master).
+# free_port [ROOM [SPAN]]: prints a TCP port P such that nobody listens on P..P+SPAN-1
+# (SPAN: 1), nor, with ROOM, on P+ROOM..P+ROOM+SPAN-1 (a cluster node's bus port is its
+# port + 10000), on 127.0.0.1. Drawn below the kernel's ephemeral range
+# (ip_local_port_range), where outgoing connections take their ports.
+# Every port it names is also reserved for an hour (a directory in PORT_RESERVE_DIR,
+# made by mkdir: one caller wins): stacks that come up side by side (loadtest/evolution
+# --jobs) never draw the same port between the look and the bind, nor a port whose server
+# is down for a moment (a Redis killed and started again on it, a failover's old master).
 PORT_RESERVE_DIR=${PORT_RESERVE_DIR:-${TMPDIR:-/tmp}/inventory-ports}
 free_port() {
-    local p lo=32768 room=${1:-0}
+    local p lo=32768 room=${1:-0} span=${2:-1} all q
     read -r lo _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
-    [ "$lo" -gt $((12000 + room)) ] || lo=32768
+    [ "$lo" -gt $((12000 + room + span)) ] || lo=32768
     mkdir -p "$PORT_RESERVE_DIR" 2>/dev/null
     for _ in $(seq 100); do
-        p=$(shuf -i "10000-$((lo - 1 - room))" -n 1)
-        ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || continue
-        port_reserve "$p" || continue
+        p=$(shuf -i "10000-$((lo - room - span))" -n 1)
+        all=$(seq "$p" $((p + span - 1)); [ "$room" = 0 ] || seq $((p + room)) $((p + room + span - 1)))
+        for q in $all; do
+            ! (exec 3<>"/dev/tcp/127.0.0.1/$q") 2>/dev/null || continue 2
+        done
+        for q in $all; do port_reserve "$q" || continue 2; done
         echo "$p"
         return 0
     done

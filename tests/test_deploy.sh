@@ -219,7 +219,7 @@ out=$(deploy/up --run-dir "$RUN6" --cluster 3 --sentinel --port "$NGINX_P" 2>&1)
 check_eq "up --cluster with --sentinel: refused" 2 "$rc"
 # Its nodes take the six ports from --redis-port (and each port + 10000): another draw if taken.
 for _ in 1 2 3; do
-    CRP=$(free_port 10006)
+    CRP=$(free_port 10000 6)
     deploy/up --run-dir "$RUN6" --cluster 3 --port "$NGINX_P" --redis-port "$CRP" \
         --instance-ports "$A,$B" --lock v8 > "$T_TMP/up6" 2>&1; rc=$?
     [ "$rc" = 3 ] || break
