@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* One item's line of sales. */
 struct line {
@@ -25,6 +26,8 @@ struct line {
     struct sale_line serve;       /* how sale_serve takes from it and answers */
     int ready;                    /* in the ready list */
     int waiting;                  /* in the waiting list: it has sales (head) */
+    long long last_us;            /* monotonic: when its last sale came */
+    int close;                    /* its last two sales came within LINGER_MS */
     struct line *next;            /* every line */
     struct line *wnext, *wprev;   /* the waiting list, for the reaper */
     struct line *hnext;           /* the next in its bucket */
@@ -35,6 +38,22 @@ struct line {
  * they became so: with a thousand items, a sale finds its line, and a worker the next
  * line to serve, in a step (a walk through every line cost more than the sale). */
 enum { LINE_BUCKETS = 1024 };
+
+/* How long one grant serves batch after batch while sales keep coming: long enough to
+ * serve several waves of requests for the price of one acquire and one release, short
+ * enough that another instance's sales wait little (and within a third of the lease, as
+ * the watchdog renews). A grant waits up to LINGER_MS for a next batch before it gives
+ * the lock back, and not at all once another instance has asked for it, nor when the
+ * item's last two sales came further apart than that (then the write rides with the
+ * release). docs/performance.md has the bench runs that chose these numbers. */
+enum { HOLD_MS = 10, LINGER_MS = 1 };
+
+static long long now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 /* mu guards every line and everything below. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -187,6 +206,9 @@ static void *worker_main(void *arg)
         if (l == NULL)
             break;   /* stopping, and no line has sales left */
         l->busy = 1;
+        /* Only an item whose sales come close together is worth waiting for: the next
+         * sale of one of a thousand items comes long after a linger would have ended. */
+        l->serve.linger_ms = l->close ? LINGER_MS : 0;
         struct sale_job *first = line_pop(l);
         pthread_mutex_unlock(&mu);
         serve_first(l, first);
@@ -238,14 +260,6 @@ static void *reaper_main(void *arg)
     pthread_mutex_unlock(&mu);
     return NULL;
 }
-
-/* How long one grant serves batch after batch while sales keep coming: long enough to
- * serve several waves of requests for the price of one acquire and one release, short
- * enough that another instance's sales wait little (and within a third of the lease, as
- * the watchdog renews). A grant waits up to LINGER_MS for a next batch before it gives
- * the lock back, and not at all once another instance has asked for it. docs/
- * performance.md has the bench runs that chose these numbers. */
-enum { HOLD_MS = 10, LINGER_MS = 1 };
 
 static long hold_ms(void)
 {
@@ -299,6 +313,9 @@ void workers_submit(struct sale_job *j)
     pthread_mutex_lock(&mu);
     down = !started || stopping;
     if (!down && (l = line_for(j->item)) != NULL) {
+        long long now = now_us();
+        l->close = l->last_us != 0 && now - l->last_us < LINGER_MS * 1000;
+        l->last_us = now;
         if (l->tail)
             l->tail->next = j;
         else
