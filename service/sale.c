@@ -246,19 +246,26 @@ static int take(const struct sale_line *line, struct sale_request **rqs, int hav
     return got;
 }
 
+/* 1 when the grant may wait for the line's next batch: its sales come close together
+ * and no other process has asked for the lock. */
+static int may_linger(const struct lock_grant *g, const struct sale_line *line)
+{
+    return line->linger_ms > 0 && !lock_grant_is_wanted(svc_lock, g) && line->lingers(line->arg);
+}
+
 /* 1 when this batch is the grant's last: no line, the grant is old or its lease lost,
- * or nothing more waits and the grant may not linger (or another process asked). */
+ * or nothing more waits and the grant may not linger. */
 static int is_last(const struct lock_grant *g, const struct sale_line *line)
 {
     return line == NULL || lock_now_ms() - g->acquired_ms >= line->hold_ms ||
            lock_grant_is_lost(svc_lock, g) ||
-           ((line->linger_ms == 0 || lock_grant_is_wanted(svc_lock, g)) &&
-            !line->has_more(line->arg, 0));
+           (!may_linger(g, line) && !line->has_more(line->arg, 0));
 }
 
 /* Batch after batch under one grant while sales come, the grant is young and its lease
  * sound; the last batch's write rides with the release. Between batches the grant
- * lingers for the next sales, unless another process has asked for the lock. Every
+ * lingers for the next sales, if they come close together and no other process has
+ * asked for the lock. Every
  * batch but the current one is answered; returns SELL_AGAIN when the current one,
  * rqs[0..*n), must be tried under a new grant. */
 static enum sell_step serve_batches(struct lock_grant *g, long long stock, struct sale_request **rqs,
@@ -274,7 +281,7 @@ static enum sell_step serve_batches(struct lock_grant *g, long long stock, struc
             line->answer(line->arg, rqs, n);
         if (step == SELL_RELEASED)
             return step;
-        long long until = lock_grant_is_wanted(svc_lock, g)
+        long long until = !may_linger(g, line)
                               ? 0 : min_ll(lock_now_ms() + line->linger_ms,
                                            g->acquired_ms + line->hold_ms);
         if (step == SELL_UNSURE) {

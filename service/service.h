@@ -144,6 +144,9 @@ struct sale_line {
     int (*has_more)(void *arg, long long until_ms);
     /* rqs[0..n) have their outcomes: answer them. */
     void (*answer)(void *arg, struct sale_request **rqs, int n);
+    /* 1 when a next batch is worth waiting linger_ms for: the line's sales come close
+     * together (the next sale of one item among a thousand comes long after). */
+    int (*lingers)(void *arg);
     void *arg;
     long hold_ms;        /* serve batch after batch under one grant at most this long */
     long linger_ms;      /* wait this long for a next batch before giving the grant back */

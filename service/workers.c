@@ -139,6 +139,20 @@ static int has_more(void *arg, long long until_ms)
     return more;
 }
 
+/* 1 when l's last two sales came within LINGER_MS: a next batch is worth waiting for.
+ * Asked as the grant decides, so a wave of sales that began as the grant was taken
+ * counts. */
+static int lingers(void *arg)
+{
+    struct line *l = arg;
+    int close;
+
+    pthread_mutex_lock(&mu);
+    close = l->close;
+    pthread_mutex_unlock(&mu);
+    return close;
+}
+
 static void answer(void *arg, struct sale_request **rqs, int n)
 {
     (void)arg;
@@ -206,9 +220,6 @@ static void *worker_main(void *arg)
         if (l == NULL)
             break;   /* stopping, and no line has sales left */
         l->busy = 1;
-        /* Only an item whose sales come close together is worth waiting for: the next
-         * sale of one of a thousand items comes long after a linger would have ended. */
-        l->serve.linger_ms = l->close ? LINGER_MS : 0;
         struct sale_job *first = line_pop(l);
         pthread_mutex_unlock(&mu);
         serve_first(l, first);
@@ -284,6 +295,7 @@ static struct line *line_for(const char *item)
     pthread_cond_init(&l->cv, &attr);
     pthread_condattr_destroy(&attr);
     l->serve = (struct sale_line){ .take = take_more, .has_more = has_more, .answer = answer,
+                                   .lingers = lingers,
                                    .arg = l, .hold_ms = hold_ms(), .linger_ms = LINGER_MS };
     l->next = lines;
     lines = l;
