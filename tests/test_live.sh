@@ -127,10 +127,11 @@ if ! command -v "$CHROMIUM" >/dev/null || ! command -v node >/dev/null; then
     check "chromium and node installed (deploy/install-deps installs them)" false
     t_report; exit
 fi
-# up LOCK: a stack of 2 instances behind nginx, a lease of 300 ms, 1000 in stock.
+# up LOCK [PORT]: a stack of 2 instances behind nginx (on PORT), a lease of 300 ms, 1000
+# in stock.
 up() {
     deploy/down --run-dir "$RUN" --quiet >/dev/null 2>&1
-    deploy/up --lock "$1" --faults --ttl-ms 300 --run-dir "$RUN" --port "$(free_port)" \
+    deploy/up --lock "$1" --faults --ttl-ms 300 --run-dir "$RUN" --port "${2:-$(free_port)}" \
         --redis-port "$(free_port)" >"$T_TMP/up.log" 2>&1 || { cat "$T_TMP/up.log"; return 1; }
     . "$RUN/stack.env"
     deploy/stock 1000 --item it1 --run-dir "$RUN" >/dev/null
@@ -249,6 +250,32 @@ check_eq "  and its stream is open again" open "$(last status restart)"
 ev10=$(jq -r '.samples[9].live.events' "$T_TMP/restart.json")
 check "  and events keep coming after both restarts (10 s -> 14 s)" test "$(last live.events restart)" -gt "$ev10"
 echo "       restarts: $via1 -> $via2 -> $(last via restart), reconnects $(last live.reconnects restart), events at 10 s $ev10, at 14 s $(last live.events restart)"
+
+# A holder killed in its section, then another stack on the same port, as the evolution's
+# rows follow one another under one page: at the reconnect the page lets the dead
+# holder's section go, and the next stack's sections are not red against it.
+NP=$(free_port)
+up v4 "$NP" || exit 1
+CDP_EVAL='[...lanes.values()].filter((l) => l.open).length' page 16 dead &
+PAGE_PID=$!
+for _ in $(seq 200); do   # until the page's stream is open (Chromium takes a while to start)
+    [ "$(jq -r '.samples[-1].status // ""' "$T_TMP/dead.json" 2>/dev/null)" = open ] && break
+    sleep 0.1
+done
+A=${INSTANCE_PORTS%% *}
+curl -s -m 10 -o /dev/null "http://127.0.0.1:$A/inventory/sale?item=it1&work_ms=5000" &
+sleep 1.5
+kill -9 "$(head -n 1 "$RUN/instance-$A.pid")"
+up v8 "$NP" || exit 1
+load 6
+wait $LOAD_PIDS "$PAGE_PID"
+check "a holder killed in its section: the page held its section open" \
+    test "$(jq '[.samples[].eval | numbers] | max // 0' "$T_TMP/dead.json")" -ge 1
+check "  another stack on the same port: the page reconnected to it" test "$(last live.reconnects dead)" -ge 1
+check_eq "  and let the dead section go" 0 "$(last eval dead)"
+check_eq "  the new stack's v8 sections: none red against it" 0 "$(last live.overlaps dead)"
+check "  and they were drawn (events came)" test "$(last live.events dead)" -ge 20
+echo "       dead holder: open sections seen $(jq '[.samples[].eval | numbers] | max // 0' "$T_TMP/dead.json"), at the end $(last eval dead), reconnects $(last live.reconnects dead), overlaps $(last live.overlaps dead), events $(last live.events dead)"
 
 wrk -t 2 -c 16 -d 22s --timeout 10s "$URL/inventory/sale?item=it1" >/dev/null 2>&1 &
 WRK_PID=$!
