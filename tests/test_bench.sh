@@ -27,5 +27,31 @@ check "  a bar per mode" test "$(grep -o 'fill="#9467bd"' "$T_TMP/page.html" | w
 check "  and v8-notify-combine's row" grep -q "<td>v8-notify-combine</td>" "$T_TMP/page.html"
 loadtest/bench --modes nonsense > /dev/null 2>&1; rc=$?
 check_eq "an unknown mode: bad usage" 2 "$rc"
+loadtest/bench --modes wx-atomic > /dev/null 2>&1; rc=$?
+check_eq "a workers mode without a number (wx-atomic): bad usage" 2 "$rc"
 check "nothing left running" test -z "$(pgrep -f 'bench\.[A-Za-z0-9]+/run' || true)"
+
+# loadtest/profile: one stack, where the time goes (its figures are the machine's; only
+# that they are there and sane is checked).
+prof=$T_TMP/profile
+loadtest/profile -d 3 -c 10 --items 20 --out "$prof" -- --lock v8 --wait notify --combine 8 \
+    --workers 3 --data-replicas 1 > "$T_TMP/profile.out" 2>&1 & PROF_PID=$!
+workers_seen=""
+for _ in $(seq 100); do   # deploy/up passes --workers to the instances
+    pgrep -f "inventory-service .*--workers 3 .*$prof/" >/dev/null && { workers_seen=yes; break; }
+    sleep 0.1
+done
+wait "$PROF_PID"; rc=$?
+cat "$T_TMP/profile.out"
+check_eq "loadtest/profile ran" 0 "$rc"
+check_eq "  deploy/up --workers 3 reached the instances" yes "$workers_seen"
+check "  one master, one replica" grep -q "; 1 master(s), 1 replica(s); items 20" "$T_TMP/profile.out"
+check "  sales/s above 0" awk '$1 == "sales/s" && $2 > 0 { ok = 1 } END { exit !ok }' "$T_TMP/profile.out"
+check "  the masters' commands per sale: at least 2 (acquire and write)" \
+    awk '/commands per sale/ && $NF >= 2 { ok = 1 } END { exit !ok }' "$T_TMP/profile.out"
+check_eq "  CPU per sale of the four groups, each above 0" 4 \
+    "$(grep -cE '^(redis masters|redis replicas|instances|nginx) +[1-9][0-9]* us CPU per sale' "$T_TMP/profile.out")"
+check "  its stack taken down" test -z "$(pgrep -f "$prof/" || true)"
+loadtest/profile --items ten > /dev/null 2>&1; rc=$?
+check_eq "loadtest/profile --items ten: bad usage" 2 "$rc"
 t_report
