@@ -256,7 +256,7 @@ echo "       restarts: $via1 -> $via2 -> $(last via restart), reconnects $(last 
 # holder's section go, and the next stack's sections are not red against it.
 NP=$(free_port)
 up v4 "$NP" || exit 1
-CDP_EVAL='[...lanes.values()].filter((l) => l.open).length' page 16 dead &
+CDP_EVAL='[...lanes.values()].filter((l) => l.open).length' page 20 dead &
 PAGE_PID=$!
 for _ in $(seq 200); do   # until the page's stream is open (Chromium takes a while to start)
     [ "$(jq -r '.samples[-1].status // ""' "$T_TMP/dead.json" 2>/dev/null)" = open ] && break
