@@ -1,4 +1,4 @@
-/* clock.c - Monotonic milliseconds, sleeps, and condition variables on the monotonic clock. */
+/* clock.c - Monotonic milliseconds and microseconds, sleeps, and condition variables on the monotonic clock. */
 #include "lock/clock.h"
 
 #include <errno.h>
@@ -9,6 +9,14 @@ long long lock_now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long long lock_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 void lock_sleep_ms(long ms)

@@ -7,6 +7,8 @@
 
 /* Monotonic milliseconds. */
 long long lock_now_ms(void);
+/* Monotonic microseconds. */
+long long lock_now_us(void);
 /* Sleeps ms milliseconds (restarted after signals). */
 void lock_sleep_ms(long ms);
 /* The wall-clock time ms from now, for the pthread calls that take only that

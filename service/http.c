@@ -114,14 +114,6 @@ static int params_parse(struct MHD_Connection *conn, struct params *p, int fault
     return p->error[0] ? -1 : 0;
 }
 
-static long long now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
-}
-
 /* What an outcome_unknown answer says: why the outcome is unknown, and how to learn it. */
 static const char *unknown_message(const struct sale_request *rq)
 {
@@ -151,7 +143,7 @@ static enum MHD_Result answer_sale(struct MHD_Connection *conn, const struct sal
     json_t *body;
 
     metrics_sale(out->result);
-    metrics_sale_latency(now_us() - started_us);
+    metrics_sale_latency(lock_now_us() - started_us);
     if (out->replayed)
         metrics_replay();
     if ((out->result == SALE_OUTCOME_UNKNOWN && !out->unreplicated) || out->result == SALE_ERROR ||
@@ -202,7 +194,7 @@ static enum MHD_Result queue_sale(struct MHD_Connection *conn, const struct para
         snprintf(j->idem_key, sizeof(j->idem_key), "%s", idem_key);
         j->rq.idem_key = j->idem_key;
     }
-    j->started_us = now_us();
+    j->started_us = lock_now_us();
     j->rq.work_ms = p->work_ms;
     j->rq.release_gap_ms = p->release_gap_ms;
     j->rq.nested = (int)p->nested;
@@ -251,7 +243,7 @@ static enum MHD_Result route_sale(struct MHD_Connection *conn, void **req_cls)
     rq = (struct sale_request){ .item = p.item, .idem_key = idem_key,
                                 .request_id = rid, .work_ms = p.work_ms,
                                 .release_gap_ms = p.release_gap_ms, .nested = (int)p.nested };
-    long long started_us = now_us();
+    long long started_us = lock_now_us();
     metrics_in_flight(1);
     sale_run(&rq);
     metrics_in_flight(-1);

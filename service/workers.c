@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <stdatomic.h>
 
 /* One item's line of sales. */
 struct line {
@@ -27,7 +27,8 @@ struct line {
     int ready;                    /* in the ready list */
     int waiting;                  /* in the waiting list: it has sales (head) */
     long long last_us;            /* monotonic: when its last sale came */
-    int close;                    /* its last two sales came within LINGER_MS */
+    atomic_int close;             /* its last two sales came within LINGER_MS (read
+                                     without mu: a hint, asked on every batch) */
     struct line *next;            /* every line */
     struct line *wnext, *wprev;   /* the waiting list, for the reaper */
     struct line *hnext;           /* the next in its bucket */
@@ -47,13 +48,6 @@ enum { LINE_BUCKETS = 1024 };
  * item's last two sales came further apart than that (then the write rides with the
  * release). docs/performance.md has the bench runs that chose these numbers. */
 enum { HOLD_MS = 10, LINGER_MS = 1 };
-
-static long long now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* mu guards every line and everything below. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -145,12 +139,8 @@ static int has_more(void *arg, long long until_ms)
 static int lingers(void *arg)
 {
     struct line *l = arg;
-    int close;
 
-    pthread_mutex_lock(&mu);
-    close = l->close;
-    pthread_mutex_unlock(&mu);
-    return close;
+    return atomic_load_explicit(&l->close, memory_order_relaxed);
 }
 
 static void answer(void *arg, struct sale_request **rqs, int n)
@@ -280,7 +270,6 @@ static long hold_ms(void)
 /* item's line, made on first use; NULL when out of memory. With mu held. */
 static struct line *line_for(const char *item)
 {
-    pthread_condattr_t attr;
     struct line *l;
     unsigned h = lock_hash(item, strlen(item)) % LINE_BUCKETS;
 
@@ -290,10 +279,7 @@ static struct line *line_for(const char *item)
     if ((l = calloc(1, sizeof(*l))) == NULL)
         return NULL;
     snprintf(l->item, sizeof(l->item), "%s", item);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->cv, &attr);
-    pthread_condattr_destroy(&attr);
+    lock_cond_init_monotonic(&l->cv);
     l->serve = (struct sale_line){ .take = take_more, .has_more = has_more, .answer = answer,
                                    .lingers = lingers,
                                    .arg = l, .hold_ms = hold_ms(), .linger_ms = LINGER_MS };
@@ -325,8 +311,9 @@ void workers_submit(struct sale_job *j)
     pthread_mutex_lock(&mu);
     down = !started || stopping;
     if (!down && (l = line_for(j->item)) != NULL) {
-        long long now = now_us();
-        l->close = l->last_us != 0 && now - l->last_us < LINGER_MS * 1000;
+        long long now = lock_now_us();
+        atomic_store_explicit(&l->close, l->last_us != 0 && now - l->last_us < LINGER_MS * 1000,
+                              memory_order_relaxed);
         l->last_us = now;
         if (l->tail)
             l->tail->next = j;
@@ -353,14 +340,9 @@ void workers_submit(struct sale_job *j)
 
 int workers_start(void)
 {
-    pthread_condattr_t attr;
-
     if ((threads = calloc((size_t)svc.workers, sizeof(*threads))) == NULL)
         return -1;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&work_cv, &attr);
-    pthread_condattr_destroy(&attr);
+    lock_cond_init_monotonic(&work_cv);
     started = 1;
     if (pthread_create(&reaper, NULL, reaper_main, NULL) != 0) {
         workers_stop();
