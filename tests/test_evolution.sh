@@ -17,15 +17,16 @@ check_eq "loadtest/evolution --quick ran every row" 0 "$rc"
 J="$OUT/evolution.json"
 check "it wrote evolution.json" jq -e '.rows | length == 33' "$J"
 rows() { jq -r "$1" "$J" 2>/dev/null; }
-while IFS=$'\t' read -r lock scn expect shown flaw over ovl; do
+while IFS=$'\t' read -r lock scn expect shown flaw over ovl observed; do
     check_eq "$lock $scn (expect $expect): shown" true "$shown"
+    [ "$shown" = true ] || echo "       what it observed: $observed"
     if [ "$expect" = flaw ]; then
         check_eq "$lock $scn: the run measured the flaw" true "$flaw"
     else
         check_eq "$lock $scn: the run measured no flaw" false "$flaw"
         check_eq "$lock $scn: oversold 0" 0 "$over"
     fi
-done < <(rows '.rows[] | [.lock, .scenario, .expect, .shown, .flaw, .oversold, (.overlaps // 0)] | @tsv')
+done < <(rows '.rows[] | [.lock, .scenario, .expect, .shown, .flaw, .oversold, (.overlaps // 0), .observed] | @tsv')
 check "v2 load oversold" jq -e '.rows[] | select(.lock == "v2" and .scenario == "load") | .oversold > 0' "$J"
 check "v4 and v7 long-work: two holders (overlaps) and oversold" \
     jq -e '[.rows[] | select(.scenario == "long-work" and (.lock == "v4" or .lock == "v7")) | (.overlaps > 0 and .oversold > 0)] | all and length == 2' "$J"
