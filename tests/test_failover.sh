@@ -62,8 +62,9 @@ for p in $SENTINEL_PORTS; do on "$p" sentinel remove other >/dev/null; done
 # --- --replicas 1: a failover that keeps the holder ----------------------------------------
 # R2 is cut off (pointed at a port where nothing answers) before A's grant: only R1 can
 # acknowledge it, and R1 has more of the master's stream, so the sentinels promote R1.
-# A holds (5 s of work on a 10 s lease, renewed); the master dies; B's sale must wait for
-# A, A's write lands, and B's token is greater than A's.
+# A holds (9 s of work on a 10 s lease, renewed: longer than a failover the sentinels must
+# start twice, the second try 2 x failover-timeout after the first); the master dies; B's
+# sale must wait for A, A's write lands, and B's token is greater than A's.
 on "$M" set 'stock:{w}' 20 >/dev/null
 flags=(--sentinel "$SENTINELS" --sentinel-master shop --lock v9 --replicas 1 --ttl-ms 10000
        --wait-ms 15000 --faults)
@@ -73,7 +74,8 @@ check_eq "v9 --replicas 1 on Sentinel, both replicas linked: a sale" 200 "$(sale
 dead=$(free_port)
 on "$R2" replicaof 127.0.0.1 "$dead" >/dev/null
 a0=$(date +%s%N)
-curl -s -o "$T_TMP/a.json" "http://127.0.0.1:$A/inventory/sale?item=w&work_ms=5000" &
+WORK_A=9000
+curl -s -o "$T_TMP/a.json" "http://127.0.0.1:$A/inventory/sale?item=w&work_ms=$WORK_A" &
 apid=$!
 for _ in $(seq 100); do [ "$(on "$M" exists 'lock:{w}')" = 1 ] && break; sleep 0.02; done
 sleep 0.4
@@ -92,8 +94,8 @@ waited=$(( ($(date +%s%N) - a0) / 1000000 ))
 wait "$apid"
 check "  A's sale sold, its lease never lost" jq -e '.ok == true and (.lease_lost | not)' "$T_TMP/a.json"
 check_eq "  B sold, on an instance that followed the failover (not restarted)" 200 "$code"
-check "  B's sale ended ${waited} ms after A began its 5 s of work: the promoted replica knew A held the lock" \
-    test "$waited" -ge 5000
+check "  B's sale ended ${waited} ms after A began its $((WORK_A / 1000)) s of work: the promoted replica knew A held the lock" \
+    test "$waited" -ge "$WORK_A"
 ta=$(jq -r .token "$T_TMP/a.json"); tb=$(jq -r .token "$T_TMP/b.json")
 check "  B's token ($tb) greater than A's ($ta): the counter did not go back" test "$tb" -gt "$ta"
 check_eq "  stock 17, sold 3, ledger 3 on the promoted replica" "17 3 3" "$(state "$R1" w)"
