@@ -54,4 +54,16 @@ check_eq "  CPU per sale of the four groups, each above 0" 4 \
 check "  its stack taken down" test -z "$(pgrep -f "$prof/" || true)"
 loadtest/profile --items ten > /dev/null 2>&1; rc=$?
 check_eq "loadtest/profile --items ten: bad usage" 2 "$rc"
+# loadtest/redis-ratio: Redis alone, one master against a cluster (figures the machine's:
+# only that they are there is checked), its servers stopped by pid.
+loadtest/redis-ratio --runs 2:1,2:2 -n 2000 --rounds 2 > "$T_TMP/ratio.out" 2>&1; rc=$?
+cat "$T_TMP/ratio.out"
+check_eq "loadtest/redis-ratio ran" 0 "$rc"
+check_eq "  a row per run, each with its ratio and the rounds'" 2 \
+    "$(grep -cE '^[0-9]+ +[0-9]+ +[1-9][0-9]* +[1-9][0-9]* +[0-9]+\.[0-9]{2}  [0-9]+\.[0-9]{2},[0-9]+\.[0-9]{2}$' "$T_TMP/ratio.out")"
+ports=$(sed -n '2s/[^:]*:\([0-9]*\)[^:]*/\1 /gp' "$T_TMP/ratio.out")
+check_eq "  eight servers named" 8 "$(echo $ports | wc -w)"
+check "  its servers stopped" sh -c "! pgrep -f 'redis-server 127.0.0.1:($(echo $ports | tr ' ' '|'))( |\$)'"
+loadtest/redis-ratio --runs 8 > /dev/null 2>&1; rc=$?
+check_eq "loadtest/redis-ratio --runs 8 (no pipeline depth): bad usage" 2 "$rc"
 t_report
