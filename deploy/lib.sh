@@ -37,6 +37,34 @@ free_port() {
     done
     return 1
 }
+# stack_up ERR_FILE INSTANCES DEPLOY_UP_ARG...: deploy/up on ports drawn (and reserved)
+# here: nginx's (STACK_NGINX_PORT when set), a span of 12 from the Redis port for what
+# deploy/up lays out after it (redlock's masters, the replicas, the sentinels; with
+# --cluster N, its 2N nodes, each with its bus port + 10000), and one per instance.
+# Another run may take a port between the look and the bind (deploy/up's exit 3): then
+# other ports, three tries in all. deploy/up's stderr goes to ERR_FILE, its stdout is
+# the caller's. Returns deploy/up's exit code.
+stack_up() {
+    local err=$1 n=$2 a prev="" span=12 room=0 nginx redis ports rc=0; shift 2
+    for a in "$@"; do
+        [ "$prev" != --cluster ] || { room=10000; [ $((2 * a)) -le "$span" ] || span=$((2 * a)); }
+        prev=$a
+    done
+    for _ in 1 2 3; do
+        nginx=${STACK_NGINX_PORT:-$(free_port)} && redis=$(free_port "$room" "$span") || nginx=""
+        ports=""
+        for _ in $(seq "$n"); do
+            a=$(free_port) || { nginx=""; break; }
+            ports=$ports${ports:+,}$a
+        done
+        [ -n "$nginx" ] || { echo "stack_up: no free port left to draw" > "$err"; return 1; }
+        rc=0
+        "$DEPLOY_DIR/up" "$@" --port "$nginx" --redis-port "$redis" --instance-ports "$ports" \
+            2> "$err" || rc=$?
+        [ "$rc" = 3 ] || break
+    done
+    return "$rc"
+}
 # port_reserve PORT: 1 when another caller reserved PORT within the hour; a reservation
 # older than that is taken over. Without a reservation directory, every port is free.
 port_reserve() {
