@@ -290,7 +290,7 @@ static void grant_over(struct lock_client *lc, struct lock_grant *g, int unsure,
                        enum lock_fault fault)
 {
     lock_wait_released(lc, g);
-    lock_owner_released(lc);
+    lock_owner_released(lc, g, !unsure);
     if (unsure)
         lock_owner_failed(lc, g, fault, 1);
 }

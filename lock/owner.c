@@ -15,6 +15,16 @@
  *     promoted replica) answers; and kept until its lease is surely over, to be given
  *     back again whenever the client connects anew (a second failover, a restart, can
  *     bring back a copy of the data that still has it).
+ * And a release that was answered may still be lost: the master acknowledged it and died
+ * before its replica had it, and the promoted replica holds the lock in our name for the
+ * rest of its lease (every other thread and instance waiting, as a stall). So each thread
+ * keeps its last releases for as long as their leases could last, and when the client
+ * has connected anew since (rd_client_opens: after a failover, a restart, a cut; also a
+ * first connection to a server), the thread's next grant first retires its id and hands
+ * those releases over as abandoned: given back once a master answers, as above (on a
+ * server that never lost them, the give-back finds nothing). A thread that ends (a
+ * connection's, without --combine) takes its releases with it: they run out with their
+ * leases.
  * Not after a timeout: a command that timed out may still run later on a live server,
  * and a give-back on a new connection could overtake it (a sale's write landing after
  * another holder's); that lock runs out with its lease, as before. Stores whose release
@@ -28,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PENDING_MAX = 8, ABANDONED_MAX = 256 };
+enum { PENDING_MAX = 8, ABANDONED_MAX = 256, RECENT_MAX = 8 };
 
 /* The client's abandoned locks. */
 struct owners {
@@ -47,6 +57,12 @@ static _Thread_local struct {
     int retire;
     int pending;
     struct lock_abandoned *pend[PENDING_MAX];
+    /* Its last releases that Redis answered (a ring), and rd_client_opens() when it last
+     * looked: a connection made since (after a failover, a restart, a cut), and they may
+     * have been lost with a master. */
+    struct lock_abandoned recent[RECENT_MAX];
+    int recent_n, recent_next;
+    long long opens_seen;
 } self;
 
 /* The calling thread's counts, for lc: a thread that turns to another client (tests do)
@@ -60,6 +76,8 @@ static void use_client(const struct lock_client *lc)
         free(self.pend[i]);
     self.lc = lc;
     self.holds = self.pending = self.retire = 0;
+    self.recent_n = self.recent_next = 0;
+    self.opens_seen = lc->redis ? rd_client_opens(lc->redis) : 0;
 }
 
 int lock_owner_init(struct lock_client *lc, struct lock_error *err)
@@ -89,10 +107,38 @@ void lock_owner_destroy(struct lock_client *lc)
     lc->owner_state = NULL;
 }
 
+/* The thread holds nothing and the client connected anew since it last looked: its
+ * answered releases still within their leases are kept as abandoned (to be given back),
+ * and its id is retired, so that no grant of its own can be what a give-back deletes. */
+static void recent_suspect(const struct lock_client *lc)
+{
+    long long opens, now;
+
+    if (self.holds > 0 || lc->redis == NULL || !lc->ops->checks_owner)
+        return;
+    opens = rd_client_opens(lc->redis);
+    if (opens == self.opens_seen)
+        return;
+    self.opens_seen = opens;
+    now = lock_now_ms();
+    for (int i = 0; i < self.recent_n; i++) {
+        struct lock_abandoned *a;
+        if (self.recent[i].until_ms <= now || (a = malloc(sizeof(*a))) == NULL)
+            continue;
+        *a = self.recent[i];
+        lock_owner_keep(a);
+        atomic_fetch_add(&((struct lock_client *)lc)->abandoned, 1);
+    }
+    self.recent_n = self.recent_next = 0;
+    self.number = 0;
+}
+
 void lock_owner_id(const struct lock_client *lc, char *owner, size_t size)
 {
     static atomic_long next_number;
 
+    use_client(lc);
+    recent_suspect(lc);
     if (self.number == 0)
         self.number = atomic_fetch_add(&next_number, 1) + 1;
     snprintf(owner, size, "%s:%ld", lc->cfg.instance_id, self.number);
@@ -149,11 +195,22 @@ void lock_owner_held(const struct lock_client *lc)
     self.holds++;
 }
 
-void lock_owner_released(const struct lock_client *lc)
+void lock_owner_released(const struct lock_client *lc, const struct lock_grant *g, int answered)
 {
     use_client(lc);
     if (self.holds > 0)
         self.holds--;
+    if (answered && lc->redis && lc->ops->checks_owner) {
+        struct lock_abandoned *r = &self.recent[self.recent_next];
+        *r = (struct lock_abandoned){ .lc = (struct lock_client *)lc, .given_at = -1,
+                                      .until_ms = lock_now_ms() + lc->cfg.ttl_ms + lc->cfg.ttl_ms / 10 };
+        memcpy(r->g.item, g->item, sizeof(r->g.item));
+        memcpy(r->g.key, g->key, sizeof(r->g.key));
+        memcpy(r->g.owner, g->owner, sizeof(r->g.owner));
+        self.recent_next = (self.recent_next + 1) % RECENT_MAX;
+        if (self.recent_n < RECENT_MAX)
+            self.recent_n++;
+    }
     settle();
 }
 

@@ -183,7 +183,7 @@ char *metrics_render(size_t *len)
     COUNTER("inventory_lock_stolen_total",
             "Locks found deleted by another client while our lease ran.", atomic_load(&svc_lock->stolen));
     COUNTER("inventory_lock_abandoned_total",
-            "Locks given up on without an answer (a release or a try sent, Redis gone).",
+            "Locks given up on without an answer (a release or a try sent, Redis gone), and answered releases a failover may have lost.",
             atomic_load(&svc_lock->abandoned));
     COUNTER("inventory_lock_given_back_total",
             "Abandoned locks given back by owner once a master answered.",
