@@ -19,8 +19,8 @@
  * before its replica had it, and the promoted replica holds the lock in our name for the
  * rest of its lease (every other thread and instance waiting, as a stall). So each thread
  * keeps its last releases for as long as their leases could last, and when the client
- * has connected anew since (rd_client_opens: after a failover, a restart, a cut; also a
- * first connection to a server), the thread's next grant first retires its id and hands
+ * has dropped a connection since (rd_client_drops: a server died or closed it, a failover
+ * cut it; never in a steady run), the thread's next grant first retires its id and hands
  * those releases over as abandoned: given back once a master answers, as above (on a
  * server that never lost them, the give-back finds nothing). A thread that ends (a
  * connection's, without --combine) takes its releases with it: they run out with their
@@ -57,12 +57,12 @@ static _Thread_local struct {
     int retire;
     int pending;
     struct lock_abandoned *pend[PENDING_MAX];
-    /* Its last releases that Redis answered (a ring), and rd_client_opens() when it last
-     * looked: a connection made since (after a failover, a restart, a cut), and they may
+    /* Its last releases that Redis answered (a ring), and rd_client_drops() when it last
+     * looked: a connection dropped since (a server died, a failover cut it), and they may
      * have been lost with a master. */
     struct lock_abandoned recent[RECENT_MAX];
     int recent_n, recent_next;
-    long long opens_seen;
+    long long drops_seen;
 } self;
 
 /* The calling thread's counts, for lc: a thread that turns to another client (tests do)
@@ -77,7 +77,7 @@ static void use_client(const struct lock_client *lc)
     self.lc = lc;
     self.holds = self.pending = self.retire = 0;
     self.recent_n = self.recent_next = 0;
-    self.opens_seen = lc->redis ? rd_client_opens(lc->redis) : 0;
+    self.drops_seen = lc->redis ? rd_client_drops(lc->redis) : 0;
 }
 
 int lock_owner_init(struct lock_client *lc, struct lock_error *err)
@@ -107,19 +107,19 @@ void lock_owner_destroy(struct lock_client *lc)
     lc->owner_state = NULL;
 }
 
-/* The thread holds nothing and the client connected anew since it last looked: its
+/* The thread holds nothing and the client dropped a connection since it last looked: its
  * answered releases still within their leases are kept as abandoned (to be given back),
  * and its id is retired, so that no grant of its own can be what a give-back deletes. */
 static void recent_suspect(const struct lock_client *lc)
 {
-    long long opens, now;
+    long long drops, now;
 
     if (self.holds > 0 || lc->redis == NULL || !lc->ops->checks_owner)
         return;
-    opens = rd_client_opens(lc->redis);
-    if (opens == self.opens_seen)
+    drops = rd_client_drops(lc->redis);
+    if (drops == self.drops_seen)
         return;
-    self.opens_seen = opens;
+    self.drops_seen = drops;
     now = lock_now_ms();
     for (int i = 0; i < self.recent_n; i++) {
         struct lock_abandoned *a;

@@ -196,7 +196,7 @@ char *metrics_render(size_t *len)
             "Sales written but answered outcome_unknown: fewer than --replicas replicas "
             "acknowledged the write in time (WAIT).", atomic_load(&unreplicated));
     COUNTER("inventory_redis_reconnects_total",
-            "Redis connections dropped after an error (the next use reconnects).",
+            "Redis connections dropped (an error, closed by the server, or a master that moved; the next use reconnects).",
             rd_client_drops(svc_redis));
     COUNTER("inventory_overlaps_total",
             "Sales that entered the critical section while another was inside (--faults probe).",

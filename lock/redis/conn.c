@@ -257,8 +257,10 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct lock_err
         cn->used_ms = now;
         return cn;
     }
-    if (cn)
+    if (cn) {                       /* broken, closed by the server, or its master moved */
         rd_thread_conn_close(rc, cn);
+        atomic_fetch_add(&rc->drops, 1);
+    }
     for (int tries = 0;; tries++) {
         if ((cn = rc->locator->open(rc, server, err)) == NULL) {
             /* No connection: nothing of the caller's was sent (a try took nothing). The

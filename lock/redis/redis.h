@@ -131,7 +131,8 @@ struct rd_client *rd_client_create(const struct rd_config *cfg, struct lock_erro
 void rd_client_destroy(struct rd_client *rc);
 /* The way this client finds its server: "single", "sentinel" or "cluster". */
 const char *rd_client_locator(const struct rd_client *rc);
-/* Connections dropped after an error (the next use connects again), since creation. */
+/* Connections dropped (an error broke it, the server closed it, or its master moved: the
+ * next use connects again), since creation. */
 long long rd_client_drops(const struct rd_client *rc);
 /* Connections opened, since creation: it moves whenever a thread connects again (after
  * an error, a failover, a restart of the server). */
