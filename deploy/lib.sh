@@ -37,6 +37,9 @@ free_port() {
     done
     return 1
 }
+# nginx_connections C: nginx's worker_connections for a load of C client connections (each
+# also takes one to an instance), at least 1024; for deploy/up's NGINX_CONNECTIONS.
+nginx_connections() { echo $(( $1 * 2 + 64 > 1024 ? $1 * 2 + 64 : 1024 )); }
 # stack_up ERR_FILE INSTANCES DEPLOY_UP_ARG...: deploy/up on ports drawn (and reserved)
 # here: nginx's (STACK_NGINX_PORT when set), a span of 12 from the Redis port for what
 # deploy/up lays out after it (redlock's masters, the replicas, the sentinels; with
@@ -187,6 +190,20 @@ redis_start() {
         --daemonize no "$@" </dev/null >>"$log" 2>&1 &
     REDIS_STARTED_PID=$!
     printf '%s\nredis-server\n:%s \n' "$REDIS_STARTED_PID" "$port" > "$pidfile"
+}
+
+# cluster_ok PORT: the cluster node on PORT says cluster_state:ok and knows every slot.
+cluster_ok() {
+    rcli -p "$1" cluster info 2>/dev/null | tr -d '\r' |
+        awk -F: '$1 == "cluster_state" { s = $2 } $1 == "cluster_slots_ok" { n = $2 }
+                 END { exit !(s == "ok" && n == 16384) }'
+}
+# cluster_linked PORT: the server on PORT is a master, or a replica whose link is up (a
+# cluster node or not).
+cluster_linked() {
+    rcli -p "$1" info replication 2>/dev/null | tr -d '\r' |
+        awk -F: '$1 == "role" { r = $2 } $1 == "master_link_status" { l = $2 }
+                 END { exit !(r == "master" || l == "up") }'
 }
 
 # replica_acks HOST PORT [N]: true once a write on the master at HOST:PORT reaches N

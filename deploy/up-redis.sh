@@ -183,18 +183,6 @@ start_sentinels() {
     done
 }
 
-# cluster_ok PORT: the cluster node on PORT says cluster_state:ok and knows every slot.
-cluster_ok() {
-    rcli -p "$1" cluster info 2>/dev/null | tr -d '\r' |
-        awk -F: '$1 == "cluster_state" { s = $2 } $1 == "cluster_slots_ok" { n = $2 }
-                 END { exit !(s == "ok" && n == 16384) }'
-}
-# cluster_linked PORT: the node on PORT is a master, or a replica whose link is up.
-cluster_linked() {
-    rcli -p "$1" info replication 2>/dev/null | tr -d '\r' |
-        awk -F: '$1 == "role" { r = $2 } $1 == "master_link_status" { l = $2 }
-                 END { exit !(r == "master" || l == "up") }'
-}
 
 # start_cluster: with --cluster N, 2N cluster nodes on CLUSTER_NODE_PORTS (each its own
 # AOF and nodes.conf in RUN_DIR/node-PORT; a node's bus port is its port + 10000), made a
