@@ -84,11 +84,11 @@ struct lock_abandoned {
 int lock_owner_init(struct lock_client *lc, struct lock_error *err);
 void lock_owner_destroy(struct lock_client *lc);
 /* "<instance id>:<thread number>" into owner: the calling thread's id. */
-void lock_owner_id(const struct lock_client *lc, char *owner, size_t size);
+void lock_owner_id(struct lock_client *lc, char *owner, size_t size);
 /* The calling thread got a grant; gave g back (whatever the release returned; answered:
  * Redis said it let go, and the thread keeps it among its recent releases). */
 void lock_owner_held(const struct lock_client *lc);
-void lock_owner_released(const struct lock_client *lc, const struct lock_grant *g, int answered);
+void lock_owner_released(struct lock_client *lc, const struct lock_grant *g, int answered);
 /* A try (releasing 0) or a release (1) of g failed with fault: when Redis may still hold
  * g's lock, the thread's id is retired once it holds nothing, and the lock is kept to be
  * given back (when that is safe after this fault). */

@@ -110,7 +110,7 @@ void lock_owner_destroy(struct lock_client *lc)
 /* The thread holds nothing and the client dropped a connection since it last looked: its
  * answered releases still within their leases are kept as abandoned (to be given back),
  * and its id is retired, so that no grant of its own can be what a give-back deletes. */
-static void recent_suspect(const struct lock_client *lc)
+static void recent_suspect(struct lock_client *lc)
 {
     long long drops, now;
 
@@ -127,13 +127,13 @@ static void recent_suspect(const struct lock_client *lc)
             continue;
         *a = self.recent[i];
         lock_owner_keep(a);
-        atomic_fetch_add(&((struct lock_client *)lc)->abandoned, 1);
+        atomic_fetch_add(&lc->abandoned, 1);
     }
     self.recent_n = self.recent_next = 0;
     self.number = 0;
 }
 
-void lock_owner_id(const struct lock_client *lc, char *owner, size_t size)
+void lock_owner_id(struct lock_client *lc, char *owner, size_t size)
 {
     static atomic_long next_number;
 
@@ -195,14 +195,14 @@ void lock_owner_held(const struct lock_client *lc)
     self.holds++;
 }
 
-void lock_owner_released(const struct lock_client *lc, const struct lock_grant *g, int answered)
+void lock_owner_released(struct lock_client *lc, const struct lock_grant *g, int answered)
 {
     use_client(lc);
     if (self.holds > 0)
         self.holds--;
     if (answered && lc->redis && lc->ops->checks_owner) {
         struct lock_abandoned *r = &self.recent[self.recent_next];
-        *r = (struct lock_abandoned){ .lc = (struct lock_client *)lc, .given_at = -1,
+        *r = (struct lock_abandoned){ .lc = lc, .given_at = -1,
                                       .until_ms = lock_now_ms() + lc->cfg.ttl_ms + lc->cfg.ttl_ms / 10 };
         memcpy(r->g.item, g->item, sizeof(r->g.item));
         memcpy(r->g.key, g->key, sizeof(r->g.key));
