@@ -15,10 +15,10 @@ at_host() { case $1 in *:*) echo "${1%:*} ${1##*:}" ;; *) echo "$2 $1" ;; esac; 
 # (SPAN: 1), nor, with ROOM, on P+ROOM..P+ROOM+SPAN-1 (a cluster node's bus port is its
 # port + 10000), on 127.0.0.1. Drawn below the kernel's ephemeral range
 # (ip_local_port_range), where outgoing connections take their ports.
-# Every port it names is also reserved for an hour (a directory in PORT_RESERVE_DIR,
-# made by mkdir: one caller wins): stacks that come up side by side (loadtest/evolution
-# --jobs) never draw the same port between the look and the bind, nor a port whose server
-# is down for a moment (a Redis killed and started again on it, a failover's old master).
+# Every port it names is also reserved for as long as the process that drew it lives
+# (port_reserve): stacks that come up side by side (loadtest/evolution --jobs) never draw
+# the same port between the look and the bind, nor a port whose server is down for a
+# moment (a Redis killed and started again on it, a failover's old master).
 PORT_RESERVE_DIR=${PORT_RESERVE_DIR:-${TMPDIR:-/tmp}/inventory-ports}
 free_port() {
     local p lo=32768 room=${1:-0} span=${2:-1} all q
@@ -68,14 +68,25 @@ stack_up() {
     done
     return "$rc"
 }
-# port_reserve PORT: 1 when another caller reserved PORT within the hour; a reservation
-# older than that is taken over. Without a reservation directory, every port is free.
+# port_reserve PORT: reserves PORT for the process PORT_OWNER (default $$: the script
+# that sourced this file, also inside $(...)): a directory in PORT_RESERVE_DIR made by
+# mkdir (one caller wins), with the owner's pid in it. 1 when another owner holds it: a
+# live one, or one still writing its pid (a directory younger than a minute without
+# one). An owner gone, or a directory an hour old without a pid, is taken over: one
+# test run's reservations end with it, and a long run no longer runs out of ports.
+# Without a reservation directory, every port is free.
 port_reserve() {
-    local d=$PORT_RESERVE_DIR/$1
+    local d=$PORT_RESERVE_DIR/$1 me=${PORT_OWNER:-$$} owner=""
     [ -d "$PORT_RESERVE_DIR" ] || return 0
-    mkdir "$d" 2>/dev/null && return 0
-    [ -n "$(find "$d" -maxdepth 0 -mmin +60 2>/dev/null)" ] || return 1
-    touch "$d" 2>/dev/null
+    if ! mkdir "$d" 2>/dev/null; then
+        read -r owner 2>/dev/null < "$d/owner" || true
+        case $owner in
+            "$me") return 0 ;;
+            ''|*[!0-9]*) [ -n "$(find "$d" -maxdepth 0 -mmin +60 2>/dev/null)" ] || return 1 ;;
+            *) [ ! -d "/proc/$owner" ] || return 1 ;;
+        esac
+    fi
+    echo "$me" > "$d/owner" 2>/dev/null || true
 }
 
 # is_ours PID PATTERN...: the process lives and its command line contains every PATTERN
