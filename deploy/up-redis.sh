@@ -183,7 +183,6 @@ start_sentinels() {
     done
 }
 
-
 # start_cluster: with --cluster N, 2N cluster nodes on CLUSTER_NODE_PORTS (each its own
 # AOF and nodes.conf in RUN_DIR/node-PORT; a node's bus port is its port + 10000), made a
 # cluster of N masters with a replica each by redis-cli --cluster create, and waited for

@@ -195,18 +195,25 @@ void lock_owner_held(const struct lock_client *lc)
     self.holds++;
 }
 
+/* a: g's lock (item, key and owner), as lc may still hold it until its lease is surely
+ * over (a tenth more than a whole lease from now), not yet given back. */
+static void abandoned_set(struct lock_abandoned *a, struct lock_client *lc,
+                          const struct lock_grant *g)
+{
+    *a = (struct lock_abandoned){ .lc = lc, .given_at = -1,
+                                  .until_ms = lock_now_ms() + lc->cfg.ttl_ms + lc->cfg.ttl_ms / 10 };
+    memcpy(a->g.item, g->item, sizeof(a->g.item));
+    memcpy(a->g.key, g->key, sizeof(a->g.key));
+    memcpy(a->g.owner, g->owner, sizeof(a->g.owner));
+}
+
 void lock_owner_released(struct lock_client *lc, const struct lock_grant *g, int answered)
 {
     use_client(lc);
     if (self.holds > 0)
         self.holds--;
     if (answered && lc->redis && lc->ops->checks_owner) {
-        struct lock_abandoned *r = &self.recent[self.recent_next];
-        *r = (struct lock_abandoned){ .lc = lc, .given_at = -1,
-                                      .until_ms = lock_now_ms() + lc->cfg.ttl_ms + lc->cfg.ttl_ms / 10 };
-        memcpy(r->g.item, g->item, sizeof(r->g.item));
-        memcpy(r->g.key, g->key, sizeof(r->g.key));
-        memcpy(r->g.owner, g->owner, sizeof(r->g.owner));
+        abandoned_set(&self.recent[self.recent_next], lc, g);
         self.recent_next = (self.recent_next + 1) % RECENT_MAX;
         if (self.recent_n < RECENT_MAX)
             self.recent_n++;
@@ -245,13 +252,8 @@ void lock_owner_failed(struct lock_client *lc, const struct lock_grant *g, enum 
         return;
     use_client(lc);
     self.retire = 1;
-    if (held > 0 && self.pending < PENDING_MAX && (a = calloc(1, sizeof(*a))) != NULL) {
-        a->lc = lc;
-        a->until_ms = lock_now_ms() + lc->cfg.ttl_ms + lc->cfg.ttl_ms / 10;
-        a->given_at = -1;
-        memcpy(a->g.item, g->item, sizeof(a->g.item));
-        memcpy(a->g.key, g->key, sizeof(a->g.key));
-        memcpy(a->g.owner, g->owner, sizeof(a->g.owner));
+    if (held > 0 && self.pending < PENDING_MAX && (a = malloc(sizeof(*a))) != NULL) {
+        abandoned_set(a, lc, g);
         self.pend[self.pending++] = a;
         atomic_fetch_add(&lc->abandoned, 1);
     }

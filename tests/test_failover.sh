@@ -115,10 +115,10 @@ check_eq "  nothing sold, the grant given back" "17 3 3 0" "$(state "$R1" w) $(o
 # A v8 sale holds the lock while both replicas follow (they get the grant); they are cut
 # before its release, so the master's DEL never reaches them; the master is killed and a
 # replica promoted, holding the lock in A's name for the rest of its lease although A let
-# go and was told so. A's grants after the failover give it back (a connection made anew
-# marks the thread's last answered releases as perhaps lost; one worker thread, so that
-# the thread that let g go is the one that sells next): B sells the item before that
-# lease would have run out.
+# go and was told so. A's grants after the failover give it back (a connection dropped
+# since marks the thread's last answered releases as perhaps lost; one worker thread, so
+# that the thread that let g go is the one that sells next): B sells the item before
+# that lease would have run out.
 start_redis "${fast[@]}" || exit 1; M2=$REDIS_PORT M2_PID=$REDIS_PID
 start_redis --replicaof 127.0.0.1 "$M2" "${fast[@]}" || exit 1; S1=$REDIS_PORT
 start_redis --replicaof 127.0.0.1 "$M2" "${fast[@]}" || exit 1; S2=$REDIS_PORT
