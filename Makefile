@@ -35,12 +35,14 @@ FINAL_LDFLAGS += -fsanitize=$(SANITIZER)
 endif
 FINAL_LIBS := $(PKG_LIBS) -pthread $(LDLIBS)
 
+COMMON_SRC  := $(wildcard common/*.c)
 LOCK_SRC    := $(wildcard lock/*.c lock/redis/*.c)
 SERVICE_SRC := $(wildcard service/*.c)
 LUA_SRC     := $(wildcard lock/scripts/*.lua service/scripts/*.lua)
-LOCK_OBJ    := $(LOCK_SRC:%.c=build/%.o)
+COMMON_OBJ  := $(COMMON_SRC:%.c=build/%.o)
+LOCK_OBJ    := $(LOCK_SRC:%.c=build/%.o) $(COMMON_OBJ)
 SERVICE_OBJ := $(SERVICE_SRC:%.c=build/%.o)
-HEADERS     := $(wildcard lock/*.h lock/redis/*.h service/*.h loadtest/*.h tests/*.h) \
+HEADERS     := $(wildcard common/*.h lock/*.h lock/redis/*.h service/*.h loadtest/*.h tests/*.h) \
                build/lua_scripts.h build/script_args.h build/live_html.h
 
 .PHONY: all test demo bench fuzz model deps install clean
@@ -85,10 +87,10 @@ build/test_cluster: build/tests/test_cluster.o $(LOCK_OBJ)
 
 # The fuzz target: service/parse.c under libFuzzer, ASan and UBSan (clang only).
 FUZZ_SECONDS ?= 300
-build/fuzz_parse: tests/fuzz_parse.c service/parse.c $(HEADERS)
+build/fuzz_parse: tests/fuzz_parse.c service/parse.c common/item.c $(HEADERS)
 	@mkdir -p build
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -I. -Ibuild \
-	    $(PKG_CFLAGS) -o $@ tests/fuzz_parse.c service/parse.c
+	    $(PKG_CFLAGS) -o $@ tests/fuzz_parse.c service/parse.c common/item.c
 
 fuzz: deps build/fuzz_parse
 	@mkdir -p build/fuzz_corpus
@@ -98,7 +100,7 @@ build/evolution-report: build/loadtest/report.o build/loadtest/report_moment.o
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 # The load client that records a sale history (loadtest/load.c says why wrk cannot).
-build/sale-load: build/loadtest/load.o
+build/sale-load: build/loadtest/load.o $(COMMON_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS) -lm
 
 # The preload the clock-jump scenarios put before libfaketime (loadtest/clockstep.c says

@@ -24,11 +24,12 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "common/item.h"
 #include "lock/clock.h"
 #include "lock/error.h"
 #include "lock/redis/redis.h"
 
-#define LOCK_ITEM_MAX 64
+#define LOCK_ITEM_MAX ITEM_MAX
 #define LOCK_OWNER_MAX 96
 #define LOCK_KEY_MAX 96
 

@@ -47,11 +47,6 @@ int token_is_valid(const char *s, size_t max, const char *extra)
     return 1;
 }
 
-int item_is_valid(const char *s)
-{
-    return token_is_valid(s, ITEM_MAX, "_.-");
-}
-
 int parse_record(const char *s, int *status, long long *remaining, long long *token,
                  char (*instance)[64])
 {

@@ -3,9 +3,8 @@
 #ifndef SERVICE_H
 #define SERVICE_H
 
+#include "common/item.h"
 #include "lock/lock.h"
-
-#define ITEM_MAX LOCK_ITEM_MAX
 
 /* --- config.c: the configuration, from the flags. Set once by main() before any other
  * thread starts; read-only afterwards. --- */
@@ -67,8 +66,6 @@ int parse_bounded(const char *s, long max, long *out);
 int parse_integer(const char *s, long long *out);
 /* 1 when s is 1 to max characters, each a letter, a digit or one of extra; else 0. */
 int token_is_valid(const char *s, size_t max, const char *extra);
-/* 1 when s is an item name: 1 to ITEM_MAX of A-Z a-z 0-9 _ . - */
-int item_is_valid(const char *s);
 /* An idempotency key's first answer, "STATUS REMAINING TOKEN INSTANCE [REQUEST]", with
  * STATUS 200 or 409; 0, or -1. */
 int parse_record(const char *s, int *status, long long *remaining, long long *token,
