@@ -36,17 +36,17 @@ endif
 FINAL_LIBS := $(PKG_LIBS) -pthread $(LDLIBS)
 
 COMMON_SRC  := $(wildcard common/*.c)
-LOCK_SRC    := $(wildcard lock/*.c lock/redis/*.c)
-SERVICE_SRC := $(wildcard service/*.c)
-LUA_SRC     := $(wildcard lock/scripts/*.lua service/scripts/*.lua)
+LOCK_SRC    := $(wildcard lock/*.c redis/*.c)
+SERVICE_SRC := $(wildcard service/*.c service/*/*.c)
+LUA_SRC     := $(wildcard lock/scripts/*.lua service/store/scripts/*.lua)
 COMMON_OBJ  := $(COMMON_SRC:%.c=build/%.o)
 LOCK_OBJ    := $(LOCK_SRC:%.c=build/%.o) $(COMMON_OBJ)
 SERVICE_OBJ := $(SERVICE_SRC:%.c=build/%.o)
-HEADERS     := $(wildcard common/*.h lock/*.h lock/redis/*.h service/*.h loadtest/*.h tests/*.h) \
+HEADERS     := $(wildcard common/*.h lock/*.h redis/*.h service/*.h service/*/*.h loadtest/*.h tests/*.h) \
                build/lua_scripts.h build/script_args.h build/live_html.h
 
 .PHONY: all test demo bench fuzz model deps install clean
-all: build/inventory-service build/test_lock build/test_redis build/test_cluster $(if $(wildcard loadtest/report.c),build/evolution-report) \
+all: build/inventory-service build/test_lock build/test_redis build/test_cluster build/test_store $(if $(wildcard loadtest/report.c),build/evolution-report) \
      $(if $(wildcard loadtest/load.c),build/sale-load) \
      $(if $(wildcard loadtest/clockstep.c),build/clockstep.so)
 
@@ -56,17 +56,17 @@ build/.flags: FORCE
 	@echo '$(CC) $(FINAL_CFLAGS) $(FINAL_LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(FINAL_CFLAGS) $(FINAL_LDFLAGS)' > $@
 FORCE:
 
-# Every lock/scripts/NAME.lua and service/scripts/NAME.lua becomes `lua_NAME`, a struct
+# Every lock/scripts/NAME.lua and service/store/scripts/NAME.lua becomes `lua_NAME`, a struct
 # rd_script with its SHA1, and its KEYS and ARGV get names in C (lock/scripts/embed says
 # how); build/scripts/NAME.lua is each script whole, its included prelude in place.
 build/lua_scripts.h: $(LUA_SRC) lock/scripts/embed Makefile
 	@lock/scripts/embed build $(LUA_SRC)
 build/script_args.h: build/lua_scripts.h
 
-# The live page, built into the binary: service/live.html as a C string (live_html).
-build/live_html.h: service/live.html
+# The live page, built into the binary: service/events/live.html as a C string (live_html).
+build/live_html.h: service/events/live.html
 	@mkdir -p build
-	@{ echo '/* from service/live.html by the Makefile */'; echo 'static const char live_html[] = {'; \
+	@{ echo '/* from service/events/live.html by the Makefile */'; echo 'static const char live_html[] = {'; \
 	   od -An -v -tx1 $< | sed -e 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0 };'; } > $@.tmp && mv $@.tmp $@
 
 build/%.o: %.c $(HEADERS) build/.flags
@@ -83,6 +83,12 @@ build/test_redis: build/tests/test_redis.o $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 build/test_cluster: build/tests/test_cluster.o $(LOCK_OBJ)
+	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
+
+# The store seam's test: the store and what it stands on, without the HTTP side.
+STORE_OBJ := $(filter build/service/store/%,$(SERVICE_OBJ)) build/service/sale/request.o \
+             build/service/config/config.o build/service/log.o build/service/parse.o
+build/test_store: build/tests/test_store.o $(STORE_OBJ) $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 # The fuzz target: service/parse.c under libFuzzer, ASan and UBSan (clang only).

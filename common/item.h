@@ -5,6 +5,8 @@
 
 /* Characters of an item's name, at most. */
 #define ITEM_MAX 64
+/* The item a request that names none is about. */
+#define ITEM_DEFAULT "inventory001"
 
 /* 1 when s is an item's name: 1 to ITEM_MAX characters, each of A-Z a-z 0-9 _ . -;
  * else 0 (NULL too). */

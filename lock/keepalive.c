@@ -68,8 +68,8 @@ static void lease_lose(struct lock_client *lc, struct lease *lease)
 static void renew_one(struct watchdog *w, struct lease *lease, unsigned long gen)
 {
     struct lock_client *lc = w->lc;
-    struct lock_error err = { 0 };
-    long long sent = lock_now_ms();
+    struct error err = { 0 };
+    long long sent = clock_now_ms();
     int st = lc->ops->renew(lc, &lease->g, &err);
 
     pthread_mutex_lock(&w->mu);
@@ -79,11 +79,11 @@ static void renew_one(struct watchdog *w, struct lease *lease, unsigned long gen
         atomic_store(&lease->valid_until_ms, sent + lc->cfg.ttl_ms);
         atomic_fetch_add(&lc->renewals, 1);
         if (lc->cfg.observe)
-            lc->cfg.observe(&lease->g, "renewed", sent + lc->cfg.ttl_ms - lock_now_ms());
+            lc->cfg.observe(&lease->g, "renewed", sent + lc->cfg.ttl_ms - clock_now_ms());
     } else if (st == LOCK_NOT_OWNER) {
         /* The lock no longer holds us: the lease ran out and someone else may hold it. */
         lease_lose(lc, lease);
-    } else if (lock_now_ms() >= atomic_load(&lease->valid_until_ms)) {
+    } else if (clock_now_ms() >= atomic_load(&lease->valid_until_ms)) {
         /* Redis did not answer (the layer dropped a broken connection): the lease was
          * good only until its time ran out, and it has. */
         lease_lose(lc, lease);
@@ -99,7 +99,7 @@ static void *watchdog_main(void *arg)
 
     pthread_mutex_lock(&w->mu);
     while (!w->stopping) {
-        until = lock_monotonic_at(lock_now_ms() + period);
+        until = clock_monotonic_at(clock_now_ms() + period);
         /* Sleeps a full period, or until stopped; with nothing held it issues no command. */
         while (!w->stopping && pthread_cond_timedwait(&w->cv, &w->mu, &until) != ETIMEDOUT)
             ;
@@ -126,20 +126,20 @@ static void *watchdog_main(void *arg)
     return NULL;
 }
 
-int lock_keepalive_init(struct lock_client *lc, struct lock_error *err)
+int lock_keepalive_init(struct lock_client *lc, struct error *err)
 {
     struct watchdog *w = calloc(1, sizeof(*w));
 
     if (w == NULL)
-        return lock_fail(err, LOCK_E_NOMEM, "out of memory");
+        return error_set(err, FAULT_NOMEM, "out of memory");
     w->lc = lc;
     pthread_mutex_init(&w->mu, NULL);
-    lock_cond_init_monotonic(&w->cv);
+    clock_cond_init_monotonic(&w->cv);
     if (pthread_create(&w->thread, NULL, watchdog_main, w) != 0) {
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
         free(w);
-        return lock_fail(err, LOCK_E_NOMEM, "cannot start the watchdog thread");
+        return error_set(err, FAULT_NOMEM, "cannot start the watchdog thread");
     }
     lc->keepalive_state = w;
     return LOCK_OK;
@@ -217,5 +217,5 @@ int lock_keepalive_is_lost(struct lock_client *lc, const struct lock_grant *g)
         until = atomic_load(&lease->valid_until_ms);
     }
     pthread_mutex_unlock(&w->mu);
-    return lost || (until != 0 && lock_now_ms() >= until);
+    return lost || (until != 0 && clock_now_ms() >= until);
 }

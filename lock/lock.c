@@ -1,36 +1,10 @@
-/* lock.c - The registry of versions, the client, acquire and release around the store. */
+/* lock.c - The client, and acquire and release around the version's store: the item's
+ * keys and owner id, the wait, the confirmation, the keep-alive and what a failure leaves. */
 #include "lock/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-extern const struct lock_ops lock_v1, lock_v2, lock_v3, lock_v4, lock_v5, lock_v6, lock_v7,
-    lock_v8, lock_v9, lock_v10, lock_none;
-
-static const struct lock_ops *const versions[] = {
-    &lock_v1, &lock_v2, &lock_v3, &lock_v4, &lock_v5, &lock_v6, &lock_v7, &lock_v8,
-    &lock_v9, &lock_v10, &lock_none, NULL,
-};
-
-const struct lock_ops *const *lock_versions(void)
-{
-    return versions;
-}
-
-/* By name first, so that "mutex" (the alias of v1 and v2) finds v1. */
-const struct lock_ops *lock_find(const char *name)
-{
-    if (name == NULL)
-        return NULL;
-    for (int i = 0; versions[i]; i++)
-        if (strcmp(versions[i]->name, name) == 0)
-            return versions[i];
-    for (int i = 0; versions[i]; i++)
-        if (versions[i]->alias && strcmp(versions[i]->alias, name) == 0)
-            return versions[i];
-    return NULL;
-}
 
 static const char *const wait_names[] = {
     [LOCK_WAIT_DEFAULT] = "default", [LOCK_WAIT_POLL] = "poll", [LOCK_WAIT_LOCAL] = "local",
@@ -52,14 +26,14 @@ enum lock_wait lock_wait_parse(const char *name)
 
 /* Which wait the client uses: the config's, if the store can wait that way. */
 static int resolve_wait(const struct lock_ops *ops, enum lock_wait asked, enum lock_wait *out,
-                        struct lock_error *err)
+                        struct error *err)
 {
     if (asked == LOCK_WAIT_DEFAULT || asked == ops->wait) {
         *out = ops->wait;
         return LOCK_OK;
     }
     if (!ops->remote || asked == LOCK_WAIT_LOCAL) {
-        return lock_fail(err, LOCK_E_USAGE, "%s waits only by %s, not by %s", ops->name,
+        return error_set(err, FAULT_USAGE, "%s waits only by %s, not by %s", ops->name,
                          lock_wait_name(ops->wait), lock_wait_name(asked));
     }
     *out = asked;
@@ -80,7 +54,7 @@ static void config_free(struct lock_config *cfg)
 /* A copy of cfg with its strings duplicated and its defaults filled in; LOCK_OK, or
  * LOCK_ERROR (out of memory: what was copied is freed by config_free). */
 static int config_copy(struct lock_config *to, const struct lock_config *cfg,
-                       struct lock_error *err)
+                       struct error *err)
 {
     *to = *cfg;
     to->instance_id = strdup(cfg->instance_id ? cfg->instance_id : "instance");
@@ -88,18 +62,18 @@ static int config_copy(struct lock_config *to, const struct lock_config *cfg,
     to->redis_user = cfg->redis_user ? strdup(cfg->redis_user) : NULL;
     to->redis_password = cfg->redis_password ? strdup(cfg->redis_password) : NULL;
     if (to->ttl_ms <= 0)
-        to->ttl_ms = 30000;
+        to->ttl_ms = LOCK_TTL_DEFAULT_MS;
     if (to->retry_ms <= 0)
         to->retry_ms = 10;
     if (to->instance_id == NULL || (cfg->lock_masters && !to->lock_masters) ||
         (cfg->redis_user && !to->redis_user) || (cfg->redis_password && !to->redis_password))
-        return lock_fail(err, LOCK_E_NOMEM, "out of memory");
+        return error_set(err, FAULT_NOMEM, "out of memory");
     return LOCK_OK;
 }
 
 /* Starts the store, the wait policy and the keep-alive, in that order; on a failure
  * stops what it started. */
-static int parts_start(struct lock_client *lc, struct lock_error *err)
+static int parts_start(struct lock_client *lc, struct error *err)
 {
     const struct lock_ops *ops = lc->ops;
 
@@ -125,12 +99,12 @@ out_store:
 
 /* Creates the client; the caller frees it with lock_client_destroy(). */
 struct lock_client *lock_client_create(const struct lock_ops *ops, const struct lock_config *cfg,
-                                       struct lock_error *err)
+                                       struct error *err)
 {
     struct lock_client *lc = calloc(1, sizeof(*lc));
 
     if (lc == NULL) {
-        lock_fail(err, LOCK_E_NOMEM, "out of memory");
+        error_set(err, FAULT_NOMEM, "out of memory");
         return NULL;
     }
     lc->ops = ops;
@@ -138,13 +112,13 @@ struct lock_client *lock_client_create(const struct lock_ops *ops, const struct 
     if (config_copy(&lc->cfg, cfg, err) != LOCK_OK)
         goto out_free;
     if (ops->remote && lc->redis == NULL) {
-        lock_fail(err, LOCK_E_USAGE, "%s keeps its lock in Redis: lock_config.redis is needed", ops->name);
+        error_set(err, FAULT_USAGE, "%s keeps its lock in Redis: lock_config.redis is needed", ops->name);
         goto out_free;
     }
     if (resolve_wait(ops, cfg->wait, &lc->cfg.wait, err) != LOCK_OK)
         goto out_free;
     if (ops->keepalive && ops->renew == NULL) {
-        lock_fail(err, LOCK_E_USAGE, "a keep-alive needs a store that renews");
+        error_set(err, FAULT_USAGE, "a keep-alive needs a store that renews");
         goto out_free;
     }
     if (parts_start(lc, err) == LOCK_OK)
@@ -170,9 +144,9 @@ void lock_client_destroy(struct lock_client *lc)
     free(lc);
 }
 
-long lock_replicas_wait_ms(const struct lock_client *lc)
+long lock_replicas_wait_ms(long ttl_ms)
 {
-    long tenth = lc->cfg.ttl_ms / 10;
+    long tenth = ttl_ms / 10;
 
     return tenth < 1 ? 1 : tenth > 4000 ? 4000 : tenth;
 }
@@ -180,9 +154,9 @@ long lock_replicas_wait_ms(const struct lock_client *lc)
 /* WAIT: a grant counts once cfg.replicas replicas of the data Redis have it (the lock
  * key and the fencing token), so that a failover to one of them cannot forget it. Waits
  * lock_replicas_wait_ms. LOCK_OK, LOCK_UNAVAILABLE (too few acknowledged) or LOCK_ERROR. */
-static int replicated(struct lock_client *lc, struct lock_error *err)
+static int replicated(struct lock_client *lc, struct error *err)
 {
-    long timeout = lock_replicas_wait_ms(lc);
+    long timeout = lock_replicas_wait_ms(lc->cfg.ttl_ms);
     struct rd_reply *r = lock_command(lc, NULL, RD_T(RD_INTEGER), err, "WAIT %d %ld",
                                       lc->cfg.replicas, timeout);
     long long acked;
@@ -193,7 +167,7 @@ static int replicated(struct lock_client *lc, struct lock_error *err)
     rd_reply_free(r);
     if (acked >= lc->cfg.replicas)
         return LOCK_OK;
-    lock_fail(err, LOCK_E_NOREPLICAS, "the grant reached %lld of %d replicas in %ld ms", acked,
+    error_set(err, FAULT_NOREPLICAS, "the grant reached %lld of %d replicas in %ld ms", acked,
               lc->cfg.replicas, timeout);
     return LOCK_UNAVAILABLE;
 }
@@ -201,29 +175,43 @@ static int replicated(struct lock_client *lc, struct lock_error *err)
 /* The store's release, with writes before it and the waiters' notification after it
  * (notify); the store's status. */
 static int give_back(struct lock_client *lc, struct lock_grant *g, struct rd_batch *writes,
-                     const struct lock_pause *pause, struct lock_error *err)
+                     const struct lock_pause *pause, struct error *err)
 {
     struct rd_batch notice = { 0 };
     struct lock_trip trip = { .before = writes, .after = &notice, .pause = pause };
     int st;
 
-    lock_wait_releasing(lc, g, &notice);
+    notify_releasing(lc, g, &notice);
     st = lc->ops->release(lc, g, &trip, err);
     rd_batch_reset(&notice);
     return st;
 }
 
+/* kind's key of item ("lock", "fence": the lock's keys of an item, formatted here alone)
+ * into buf; returns buf. They share the item's hash tag with the stock's keys, so that a
+ * script may touch them together (one slot on a cluster). */
+static const char *item_key(char (*buf)[LOCK_KEY_MAX], const char *kind, const char *item)
+{
+    snprintf(*buf, sizeof(*buf), "%s:{%.*s}", kind, LOCK_ITEM_MAX, item);
+    return *buf;
+}
+
+const char *lock_fence_key(char (*buf)[LOCK_KEY_MAX], const char *item)
+{
+    return item_key(buf, "fence", item);
+}
+
 /* The item's names into g: its key, and the calling thread's owner id. */
 static int grant_init(struct lock_client *lc, const char *item, struct lock_grant *g,
-                      struct lock_error *err)
+                      struct error *err)
 {
     size_t n = item ? strlen(item) : 0;
 
     memset(g, 0, sizeof(*g));
     if (n == 0 || n > LOCK_ITEM_MAX)
-        return lock_fail(err, LOCK_E_USAGE, "an item is 1 to 64 characters");
+        return error_set(err, FAULT_USAGE, "an item is 1 to 64 characters");
     memcpy(g->item, item, n + 1);
-    snprintf(g->key, sizeof(g->key), "lock:{%s}", item);
+    item_key(&g->key, "lock", item);
     lock_owner_id(lc, g->owner, sizeof(g->owner));
     return LOCK_OK;
 }
@@ -232,7 +220,7 @@ static int grant_init(struct lock_client *lc, const char *item, struct lock_gran
  * the process; the replicas have it). Else it is given back (telling the waiters, as a
  * release does) and the status says why. */
 static int grant_confirm(struct lock_client *lc, struct lock_grant *g, struct rd_batch *read,
-                         struct lock_error *err)
+                         struct error *err)
 {
     struct lock_trip alone = { .after = read };
     int st = LOCK_OK;
@@ -242,7 +230,7 @@ static int grant_confirm(struct lock_client *lc, struct lock_grant *g, struct rd
     if (st == LOCK_OK && g->depth == 1 && lc->cfg.replicas > 0)
         st = replicated(lc, err);
     if (st != LOCK_OK) {
-        struct lock_error why = { 0 };
+        struct error why = { 0 };
         if (give_back(lc, g, NULL, NULL, &why) == LOCK_ERROR)
             lock_owner_failed(lc, g, why.fault, 1);
         lock_wait_released(lc, g);
@@ -251,9 +239,9 @@ static int grant_confirm(struct lock_client *lc, struct lock_grant *g, struct rd
 }
 
 int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct lock_grant *g,
-                 struct rd_batch *read, struct lock_error *err)
+                 struct rd_batch *read, struct error *err)
 {
-    long long start = lock_now_ms();
+    long long start = clock_now_ms();
     int st = grant_init(lc, item, g, err);
 
     if (st != LOCK_OK)
@@ -263,7 +251,7 @@ int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct 
         lock_owner_failed(lc, g, err->fault, 0);   /* sent, unanswered: it may have granted */
     if (st == LOCK_OK)
         st = grant_confirm(lc, g, read, err);
-    g->waited_ms = lock_now_ms() - start;
+    g->waited_ms = clock_now_ms() - start;
     if (st == LOCK_OK) {
         lock_owner_held(lc);
         if (lc->ops->keepalive)
@@ -287,7 +275,7 @@ static int renewals_stop(struct lock_client *lc, struct lock_grant *g)
  * turn comes, the thread holds one grant less; when Redis may still hold it (unsure, with
  * the fault that left it so), it is kept to be given back. */
 static void grant_over(struct lock_client *lc, struct lock_grant *g, int unsure,
-                       enum lock_fault fault)
+                       enum fault fault)
 {
     lock_wait_released(lc, g);
     lock_owner_released(lc, g, !unsure);
@@ -296,10 +284,10 @@ static void grant_over(struct lock_client *lc, struct lock_grant *g, int unsure,
 }
 
 int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *writes,
-                 const struct lock_pause *pause, struct lock_error *err)
+                 const struct lock_pause *pause, struct error *err)
 {
     struct lock_trip ahead = { .before = writes };
-    struct lock_error why = { 0 };
+    struct error why = { 0 };
     int st = LOCK_OK, released, lost = renewals_stop(lc, g);
 
     /* A lock kept in the process has no command to ride with: the writes go first. */
@@ -315,7 +303,7 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *
     if (st == LOCK_NOT_OWNER) {
         if (!lost)
             atomic_fetch_add(&lc->lost_leases, 1);   /* the watchdog counted what it saw */
-        if (lost || (g->valid_until_ms != 0 && lock_now_ms() >= g->valid_until_ms)) {
+        if (lost || (g->valid_until_ms != 0 && clock_now_ms() >= g->valid_until_ms)) {
             st = LOCK_EXPIRED;
         } else {
             /* Ours no more, although our lease had time left: another client deleted it. */
@@ -329,18 +317,18 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *
 void lock_abandon(struct lock_client *lc, struct lock_grant *g)
 {
     if (!lc->ops->remote) {
-        lock_release(lc, g, NULL, NULL, &(struct lock_error){ 0 });
+        lock_release(lc, g, NULL, NULL, &(struct error){ 0 });
         return;
     }
     renewals_stop(lc, g);
-    grant_over(lc, g, 1, LOCK_E_TIMEOUT);   /* runs out with its lease */
+    grant_over(lc, g, 1, FAULT_TIMEOUT);   /* runs out with its lease */
 }
 
 int lock_grant_is_lost(struct lock_client *lc, const struct lock_grant *g)
 {
     if (lc->ops->keepalive)
         return lock_keepalive_is_lost(lc, g);
-    return g->valid_until_ms != 0 && lock_now_ms() >= g->valid_until_ms;
+    return g->valid_until_ms != 0 && clock_now_ms() >= g->valid_until_ms;
 }
 
 int lock_grant_is_wanted(struct lock_client *lc, const struct lock_grant *g)

@@ -8,7 +8,7 @@
  * (fencing tokens) and v10 (Redlock) extend it.
  *
  * A process creates one lock_client for the version it runs and shares it between its
- * threads. It talks to Redis only through the Redis layer (lock/redis/redis.h): the data
+ * threads. It talks to Redis only through the Redis layer (redis/redis.h): the data
  * Redis (the item's stock, its lock and its fencing counter) is a struct rd_client the
  * caller creates and lends; redlock's masters are clients of its own. The caller names an
  * item; the library derives the keys `lock:{I}` and `fence:{I}` and the owner id
@@ -16,7 +16,10 @@
  *
  * Library code never prints and never aborts on bad input: every call returns an enum
  * lock_status and, on LOCK_ERROR or LOCK_UNAVAILABLE, fills a caller-supplied struct
- * lock_error (lock/error.h).
+ * error (common/error.h: what the Redis layer found, mapped to the kinds every layer
+ * above it shares).
+ *
+ * This is the library's one public header: a caller includes nothing else of lock/.
  */
 #ifndef LOCK_H
 #define LOCK_H
@@ -24,14 +27,31 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "common/error.h"
 #include "common/item.h"
-#include "lock/clock.h"
-#include "lock/error.h"
-#include "lock/redis/redis.h"
+#include "redis/redis.h"
 
 #define LOCK_ITEM_MAX ITEM_MAX
 #define LOCK_OWNER_MAX 96
 #define LOCK_KEY_MAX 96
+/* The lease a client gets when its config asks for none, in ms. */
+#define LOCK_TTL_DEFAULT_MS 30000
+
+/* What a call did. LOCK_OK and LOCK_ERROR are the generic result's two values. */
+enum lock_status {
+    LOCK_OK = RESULT_OK, /* done: the lock is held (acquire) or given back (release) */
+    LOCK_TIMEOUT = 1,    /* acquire: not had within the wait limit */
+    LOCK_EXPIRED,        /* release: not ours any more, and our lease had run out (or the
+                            keep-alive had seen it go): nothing was deleted */
+    LOCK_STOLEN,         /* release: not ours any more although our lease still ran:
+                            someone deleted or took it before its time; nothing deleted */
+    LOCK_NOT_OWNER,      /* a store's release or renew: the lock was not (or no longer)
+                            ours; nothing changed. lock_release() tells EXPIRED from STOLEN */
+    LOCK_UNAVAILABLE,    /* acquire: fewer lock masters answered than a quorum (redlock),
+                            or fewer replicas acknowledged the grant than asked: fail fast */
+    LOCK_ERROR = RESULT_ERROR /* the store failed or answered something unexpected: see
+                            the struct error */
+};
 
 /* How a waiter learns that the lock is free. */
 enum lock_wait {
@@ -49,7 +69,7 @@ struct lock_grant;
 struct lock_config {
     struct rd_client *redis;  /* the data Redis: lock:{I}, fence:{I}, what rides along.
                                  Lent: the caller frees it after the lock client */
-    long ttl_ms;              /* lease length; 0 means the default, 30000 */
+    long ttl_ms;              /* lease length; 0 means LOCK_TTL_DEFAULT_MS */
     long retry_ms;            /* poll: sleep between tries; 0 means 10 */
     const char *instance_id;  /* unique per process (a uuid); prefix of every owner id */
     enum lock_wait wait;      /* LOCK_WAIT_DEFAULT: the version's */
@@ -60,7 +80,7 @@ struct lock_config {
     const char *redis_password; /* their password; NULL: none. Never logged */
     /* Optional: told what the watchdog does, on its thread (quick, no Redis): "renewed"
      * with the lease it set, "lost" once a renewal was refused or the lease ran out. The
-     * service's live page shows them (service/events.c). */
+     * service's live page shows them (service/events/events.c). */
     void (*observe)(const struct lock_grant *g, const char *what, long long lease_ms);
 };
 
@@ -108,21 +128,21 @@ struct lock_ops {
     const char *flaw;     /* its known flaw, one line */
     /* The store. */
     int remote;           /* 1: the lock lives in Redis; 0: in this process */
-    int (*init)(struct lock_client *lc, struct lock_error *err);     /* optional */
+    int (*init)(struct lock_client *lc, struct error *err);     /* optional */
     void (*destroy)(struct lock_client *lc);                          /* optional */
     /* One try, with trip->after riding after it: LOCK_OK (g->depth, g->valid_until_ms
      * set) or LOCK_TIMEOUT (held by another; g->retry_in_ms set when the store knows the
      * holder's lease). A store whose wait is LOCK_WAIT_LOCAL may block up to wait_ms;
      * the others ignore it. */
     int (*try_acquire)(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                       struct lock_trip *trip, struct lock_error *err);
+                       struct lock_trip *trip, struct error *err);
     /* Gives the lock back, trip->before ahead of it and trip->after behind it: LOCK_OK,
      * LOCK_NOT_OWNER (it was not ours; nothing deleted) or LOCK_ERROR. */
     int (*release)(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
-                   struct lock_error *err);
+                   struct error *err);
     /* Optional: resets the lease to a full TTL while g->owner still holds it. LOCK_OK,
      * LOCK_NOT_OWNER or LOCK_ERROR. Needed by a keep-alive. */
-    int (*renew)(struct lock_client *lc, const struct lock_grant *g, struct lock_error *err);
+    int (*renew)(struct lock_client *lc, const struct lock_grant *g, struct error *err);
     /* The wait policy it uses unless lock_config.wait says otherwise. */
     enum lock_wait wait;
     /* 1: a watchdog renews every held lease each ttl/3 while it is held. */
@@ -168,7 +188,7 @@ enum lock_wait lock_wait_parse(const char *name);
 /* Creates a client for ops; NULL with err filled on failure (also when cfg->wait does
  * not suit the store). Free with lock_client_destroy. */
 struct lock_client *lock_client_create(const struct lock_ops *ops, const struct lock_config *cfg,
-                                       struct lock_error *err);
+                                       struct error *err);
 void lock_client_destroy(struct lock_client *lc);
 
 /* Takes the lock on item for the calling thread, trying until wait_ms has passed (never
@@ -177,12 +197,12 @@ void lock_client_destroy(struct lock_client *lc);
  * round trip (or alone right after the grant, for a lock kept in the process); its
  * replies are there on LOCK_OK. */
 int lock_acquire(struct lock_client *lc, const char *item, long wait_ms, struct lock_grant *g,
-                 struct rd_batch *read, struct lock_error *err);
+                 struct rd_batch *read, struct error *err);
 /* Gives the lock back. LOCK_OK, LOCK_EXPIRED, LOCK_STOLEN or LOCK_ERROR. When writes is
  * not NULL its commands run just before the release, in the same round trip; their
  * replies are in it after. pause (NULL: none) is called between the release's steps. */
 int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *writes,
-                 const struct lock_pause *pause, struct lock_error *err);
+                 const struct lock_pause *pause, struct error *err);
 /* Gives g up without a release: a write sent on the thread's connection timed out and
  * may still run, and a release on a new connection could overtake it (the next holder's
  * write landing before it). The lease runs out instead: the watchdog stops renewing it,
@@ -193,11 +213,15 @@ void lock_abandon(struct lock_client *lc, struct lock_grant *g);
  * lease's time ran out. */
 int lock_grant_is_lost(struct lock_client *lc, const struct lock_grant *g);
 
-/* How long a WAIT for cfg.replicas replicas may take: a tenth of the TTL, at least 1 ms,
- * at most 4 s (below the connection's 5 s command timeout, so that a WAIT that falls
+/* How long a WAIT for replicas may take under a lease of ttl_ms: a tenth of it, at least
+ * 1 ms, at most 4 s (below the connection's 5 s command timeout, so that a WAIT that falls
  * short answers rather than times out). The grant's WAIT uses it; so does a caller that
  * waits for its own writes (the service's sale). */
-long lock_replicas_wait_ms(const struct lock_client *lc);
+long lock_replicas_wait_ms(long ttl_ms);
+
+/* The key of item's fencing counter ("fence:{I}", the lock's like "lock:{I}"), into buf:
+ * for a writer that checks a grant's token where it writes. Returns buf. */
+const char *lock_fence_key(char (*buf)[LOCK_KEY_MAX], const char *item);
 
 /* 1 when a waiter in another process has asked for the lock since g was granted (it
  * was refused and said so on the lock's channel; notify only, else always 0). A holder

@@ -23,11 +23,11 @@ struct mutex_table {
 
 enum { MUTEX_TABLE_MAX = 4096 };
 
-int lock_mutex_init(struct lock_client *lc, struct lock_error *err)
+int lock_mutex_init(struct lock_client *lc, struct error *err)
 {
     struct mutex_table *t = calloc(1, sizeof(*t));
     if (t == NULL)
-        return lock_fail(err, LOCK_E_NOMEM, "out of memory");
+        return error_set(err, FAULT_NOMEM, "out of memory");
     pthread_mutex_init(&t->table_mu, NULL);
     lc->store_state = t;
     return LOCK_OK;
@@ -70,7 +70,7 @@ out_unlock:
 
 /* Blocks up to wait_ms on the key's mutex (its wait policy is LOCK_WAIT_LOCAL). */
 int lock_mutex_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                           struct lock_trip *trip, struct lock_error *err)
+                           struct lock_trip *trip, struct error *err)
 {
     pthread_mutex_t *mu = mutex_for(lc->store_state, g->key);
     struct timespec until;
@@ -78,25 +78,25 @@ int lock_mutex_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
 
     (void)trip;   /* nothing goes to Redis: lock_acquire sends the read after the grant */
     if (mu == NULL)
-        return lock_fail(err, LOCK_E_NOMEM, "too many distinct items for the local mutex table");
-    until = lock_realtime_in(wait_ms);
+        return error_set(err, FAULT_NOMEM, "too many distinct items for the local mutex table");
+    until = clock_realtime_in(wait_ms);
     rc = pthread_mutex_timedlock(mu, &until);
     if (rc == ETIMEDOUT || rc == EDEADLK)
         return LOCK_TIMEOUT;
     if (rc != 0)
-        return lock_fail(err, LOCK_E_USAGE, "%s", strerror(rc));
-    g->acquired_ms = lock_now_ms();
+        return error_set(err, FAULT_USAGE, "%s", strerror(rc));
+    g->acquired_ms = clock_now_ms();
     g->priv = mu;
     g->depth = 1;
     return LOCK_OK;
 }
 
 int lock_mutex_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
-                       struct lock_error *err)
+                       struct error *err)
 {
     (void)err;
     /* A lock in the process is given back whatever happened to writes in Redis. */
-    lock_pause_here(lc, trip, &(struct lock_error){ 0 });
+    lock_pause_here(lc, trip, &(struct error){ 0 });
     pthread_mutex_unlock(g->priv);
     g->priv = NULL;
     return LOCK_OK;

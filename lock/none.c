@@ -2,7 +2,7 @@
 #include "lock/internal.h"
 
 static int none_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                            struct lock_trip *trip, struct lock_error *err)
+                            struct lock_trip *trip, struct error *err)
 {
     (void)lc, (void)wait_ms, (void)trip, (void)err;
     g->depth = 1;
@@ -10,11 +10,11 @@ static int none_try_acquire(struct lock_client *lc, struct lock_grant *g, long w
 }
 
 static int none_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
-                        struct lock_error *err)
+                        struct error *err)
 {
     (void)g, (void)err;
     /* A lock in the process is given back whatever happened to writes in Redis. */
-    lock_pause_here(lc, trip, &(struct lock_error){ 0 });
+    lock_pause_here(lc, trip, &(struct error){ 0 });
     return LOCK_OK;
 }
 

@@ -9,7 +9,7 @@
  * and every other thread and instance waited. Hence two rules:
  *   - the thread's number is retired once it holds nothing more: its next grant is made
  *     under a new id, never inside the abandoned one;
- *   - the abandoned lock is kept here, and given back (lock/wait.c: the store's release,
+ *   - the abandoned lock is kept here, and given back (below: the store's release,
  *     a compare-and-delete on that owner, never another's lock) before the next try of
  *     any thread of this client, as soon as a master (the old one restarted, or a
  *     promoted replica) answers; and kept until its lease is surely over, to be given
@@ -40,12 +40,26 @@
 
 enum { PENDING_MAX = 8, ABANDONED_MAX = 256, RECENT_MAX = 8 };
 
+/* A lock Redis may still hold in our name: enough of its grant for the store's release. */
+struct lock_abandoned {
+    struct lock_client *lc;
+    struct lock_grant g;          /* item, key and owner */
+    long long until_ms;           /* monotonic: its lease is over by then, whatever happened */
+    long long given_at;           /* rd_client_opens() when it was last given back; -1: not
+                                     yet. Until until_ms it is given back again whenever the
+                                     client has reconnected since: a failover, or a restart,
+                                     may bring back a copy that still has it */
+    struct lock_abandoned *next;
+};
+
 /* The client's abandoned locks. */
 struct owners {
     pthread_mutex_t mu;           /* guards list */
     struct lock_abandoned *list;
     atomic_int count;             /* read without the mutex: is there anything to do */
 };
+
+static void owner_keep(struct lock_abandoned *a);
 
 /* The calling thread: its number (0: take a new one at the next grant), its grants not
  * yet released, and what it gave up on while it still held an outer grant under the same
@@ -80,12 +94,12 @@ static void use_client(const struct lock_client *lc)
     self.drops_seen = lc->redis ? rd_client_drops(lc->redis) : 0;
 }
 
-int lock_owner_init(struct lock_client *lc, struct lock_error *err)
+int lock_owner_init(struct lock_client *lc, struct error *err)
 {
     struct owners *o = calloc(1, sizeof(*o));
 
     if (o == NULL)
-        return lock_fail(err, LOCK_E_NOMEM, "out of memory");
+        return error_set(err, FAULT_NOMEM, "out of memory");
     pthread_mutex_init(&o->mu, NULL);
     lc->owner_state = o;
     return LOCK_OK;
@@ -120,13 +134,13 @@ static void recent_suspect(struct lock_client *lc)
     if (drops == self.drops_seen)
         return;
     self.drops_seen = drops;
-    now = lock_now_ms();
+    now = clock_now_ms();
     for (int i = 0; i < self.recent_n; i++) {
         struct lock_abandoned *a;
         if (self.recent[i].until_ms <= now || (a = malloc(sizeof(*a))) == NULL)
             continue;
         *a = self.recent[i];
-        lock_owner_keep(a);
+        owner_keep(a);
         atomic_fetch_add(&lc->abandoned, 1);
     }
     self.recent_n = self.recent_next = 0;
@@ -144,7 +158,8 @@ void lock_owner_id(struct lock_client *lc, char *owner, size_t size)
     snprintf(owner, size, "%s:%ld", lc->cfg.instance_id, self.number);
 }
 
-void lock_owner_keep(struct lock_abandoned *a)
+/* Keeps a (taken) to be given back later. */
+static void owner_keep(struct lock_abandoned *a)
 {
     struct owners *o = a->lc->owner_state;
     int kept = 0;
@@ -161,7 +176,8 @@ void lock_owner_keep(struct lock_abandoned *a)
         free(a);   /* too many: this one runs out with its lease */
 }
 
-struct lock_abandoned *lock_owner_take(struct lock_client *lc)
+/* All the client's abandoned locks (the caller owns them now), or NULL: cheap when none. */
+static struct lock_abandoned *owner_take(struct lock_client *lc)
 {
     struct owners *o = lc->owner_state;
     struct lock_abandoned *list;
@@ -183,7 +199,7 @@ static void settle(void)
     if (self.holds > 0 || !self.retire)
         return;
     for (int i = 0; i < self.pending; i++)
-        lock_owner_keep(self.pend[i]);
+        owner_keep(self.pend[i]);
     self.pending = 0;
     self.retire = 0;
     self.number = 0;
@@ -201,7 +217,7 @@ static void abandoned_set(struct lock_abandoned *a, struct lock_client *lc,
                           const struct lock_grant *g)
 {
     *a = (struct lock_abandoned){ .lc = lc, .given_at = -1,
-                                  .until_ms = lock_now_ms() + lc->cfg.ttl_ms + lc->cfg.ttl_ms / 10 };
+                                  .until_ms = clock_now_ms() + lc->cfg.ttl_ms + lc->cfg.ttl_ms / 10 };
     memcpy(a->g.item, g->item, sizeof(a->g.item));
     memcpy(a->g.key, g->key, sizeof(a->g.key));
     memcpy(a->g.owner, g->owner, sizeof(a->g.owner));
@@ -224,17 +240,17 @@ void lock_owner_released(struct lock_client *lc, const struct lock_grant *g, int
 /* 1 when Redis may hold the lock in g's name after a try (releasing 0) or a release
  * (releasing 1) failed with fault, and a give-back on a new connection is safe; 0 when
  * nothing can be held; -1 when it may be held but must run out with its lease. */
-static int left_held(enum lock_fault fault, int releasing)
+static int left_held(enum fault fault, int releasing)
 {
     switch (fault) {
-    case LOCK_E_CONNECT:      /* nothing was sent */
-    case LOCK_E_READONLY:     /* refused by a replica: nothing ran there */
-    case LOCK_E_LOADING:
-    case LOCK_E_QUORUM:       /* redlock: too few masters answered */
+    case FAULT_CONNECT:      /* nothing was sent */
+    case FAULT_READONLY:     /* refused by a replica: nothing ran there */
+    case FAULT_LOADING:
+    case FAULT_QUORUM:       /* redlock: too few masters answered */
         return releasing;
-    case LOCK_E_CONNECTION:   /* sent; the server died or closed before answering */
+    case FAULT_CONNECTION:   /* sent; the server died or closed before answering */
         return 1;
-    case LOCK_E_TIMEOUT:      /* sent; it may still run */
+    case FAULT_TIMEOUT:      /* sent; it may still run */
         return -1;
     default:                  /* answered with an error (NOREPLICAS, OOM, ...): a try took
                                  nothing; a release gave nothing back, the lock is ours */
@@ -242,7 +258,7 @@ static int left_held(enum lock_fault fault, int releasing)
     }
 }
 
-void lock_owner_failed(struct lock_client *lc, const struct lock_grant *g, enum lock_fault fault,
+void lock_owner_failed(struct lock_client *lc, const struct lock_grant *g, enum fault fault,
                        int releasing)
 {
     int held = left_held(fault, releasing);
@@ -258,4 +274,67 @@ void lock_owner_failed(struct lock_client *lc, const struct lock_grant *g, enum 
         atomic_fetch_add(&lc->abandoned, 1);
     }
     settle();
+}
+
+/* Gives a back: the store's release under its owner, again while it gives
+ * back a hold (a nested grant left two), the waiters told as by any release (other
+ * processes by the notice; ours here, since we do not hear our own). The store's last
+ * status: LOCK_ERROR when Redis could not take it. */
+static int give_back_one(struct lock_client *lc, struct lock_abandoned *a, struct error *err,
+                         int *given)
+{
+    enum { HOLDS_MAX = 64 };
+    int st = LOCK_OK, rounds = 0;
+
+    while (st == LOCK_OK && rounds++ < HOLDS_MAX) {
+        struct rd_batch notice = { 0 };
+        struct lock_trip trip = { .after = &notice };
+        notify_releasing(lc, &a->g, &notice);
+        st = lc->ops->release(lc, &a->g, &trip, err);
+        rd_batch_reset(&notice);
+    }
+    if (rounds > 1) {
+        atomic_fetch_add(&lc->given_back, 1);
+        (*given)++;
+        notify_given_back(lc, a->g.key);
+    }
+    return st;
+}
+
+/* The client's abandoned locks go back before a try. One is kept until its lease is over
+ * in any case, and given back again whenever the client has connected anew since (a
+ * second failover, or a restart, may bring back a copy of the data that still has it);
+ * when Redis cannot take it yet, it and the rest wait for the next try. Returns how many
+ * Redis still held (and now let go). */
+int lock_owner_give_back(struct lock_client *lc)
+{
+    struct lock_abandoned *a = owner_take(lc), *next;
+    int given = 0;
+
+    for (; a; a = next) {
+        struct error err = { 0 };
+        next = a->next;
+        if (clock_now_ms() >= a->until_ms) {
+            free(a);                          /* its lease is over, wherever it was */
+            continue;
+        }
+        if (a->given_at == rd_client_opens(lc->redis)) {
+            owner_keep(a);               /* given back on these very connections */
+            continue;
+        }
+        if (give_back_one(lc, a, &err, &given) != LOCK_ERROR) {
+            a->given_at = rd_client_opens(lc->redis);
+            owner_keep(a);
+            continue;
+        }
+        owner_keep(a);
+        if (fault_is_io(err.fault)) {   /* no master yet: the rest wait too */
+            for (a = next; a; a = next) {
+                next = a->next;
+                owner_keep(a);
+            }
+            break;
+        }
+    }
+    return given;
 }

@@ -9,7 +9,7 @@
 /* v3, v4: deletes the key, whoever holds it now: LOCK_OK when a key was deleted,
  * LOCK_NOT_OWNER when there was none. */
 int lock_del_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
-                     struct lock_error *err)
+                     struct error *err)
 {
     struct rd_reply *r;
     int st;
@@ -26,7 +26,7 @@ int lock_del_release(struct lock_client *lc, struct lock_grant *g, struct lock_t
 
 /* v4, v5, v6: one try of SET key owner NX PX ttl: the lock and its lease in one command. */
 int lock_set_nx_px_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                               struct lock_trip *trip, struct lock_error *err)
+                               struct lock_trip *trip, struct error *err)
 {
     struct rd_reply *r = lock_command(lc, trip, RD_T(RD_STATUS) | RD_T(RD_NIL), err,
                                       "SET %s %s NX PX %ld", g->key, g->owner, lc->cfg.ttl_ms);
@@ -49,7 +49,7 @@ int lock_set_nx_px_try_acquire(struct lock_client *lc, struct lock_grant *g, lon
  * up). Every grant, nested ones too, resets the lease to a full TTL. A refusal says how
  * long the holder's lease has left. */
 int lock_hash_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                          struct lock_trip *trip, struct lock_error *err)
+                          struct lock_trip *trip, struct error *err)
 {
     char ttl[32];
     const char *argv[] = { g->key, g->owner, ttl };
@@ -75,7 +75,7 @@ int lock_hash_try_acquire(struct lock_client *lc, struct lock_grant *g, long wai
 
 /* v7, v8: gives back one hold; never deletes a lock that is not ours. */
 int lock_hash_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
-                      struct lock_error *err)
+                      struct error *err)
 {
     const char *argv[] = { g->key, g->owner };
     struct rd_reply *r;
@@ -93,7 +93,7 @@ int lock_hash_release(struct lock_client *lc, struct lock_grant *g, struct lock_
 
 /* v8, v9: resets the lease to a full TTL, but only while the hash still holds our owner
  * id. The keep-alive (lock/keepalive.c) calls it every ttl/3 for each held lock. */
-int lock_hash_renew(struct lock_client *lc, const struct lock_grant *g, struct lock_error *err)
+int lock_hash_renew(struct lock_client *lc, const struct lock_grant *g, struct error *err)
 {
     char ttl[32];
     const char *argv[] = { g->key, g->owner, ttl };

@@ -27,16 +27,16 @@ static void v10_destroy(struct lock_client *lc)
 
 /* A client for each master of "HOST:PORT,..." with the lock's credentials, each within
  * timeout_ms to connect and to answer. LOCK_OK or LOCK_ERROR (what was made is freed). */
-static int masters_open(struct lock_client *lc, struct redlock *rl, struct lock_error *err)
+static int masters_open(struct lock_client *lc, struct redlock *rl, struct error *err)
 {
     struct rd_server at[MASTERS_MAX];
     long timeout = lc->cfg.ttl_ms / 10 < 5 ? 5 : lc->cfg.ttl_ms / 10 > 200 ? 200 : lc->cfg.ttl_ms / 10;
     int n;
 
     if (lc->cfg.lock_masters == NULL || *lc->cfg.lock_masters == '\0')
-        return lock_fail(err, LOCK_E_USAGE, "redlock needs its masters: --lock-redis HOST:PORT,HOST:PORT,HOST:PORT");
+        return error_set(err, FAULT_USAGE, "redlock needs its masters: --lock-redis HOST:PORT,HOST:PORT,HOST:PORT");
     if ((n = rd_servers_parse(lc->cfg.lock_masters, at, MASTERS_MAX)) <= 0)
-        return lock_fail(err, LOCK_E_USAGE, "--lock-redis: HOST:PORT,... (ports 1 to 65535, at most %d masters)",
+        return error_set(err, FAULT_USAGE, "--lock-redis: HOST:PORT,... (ports 1 to 65535, at most %d masters)",
                          MASTERS_MAX);
     for (rl->n = 0; rl->n < n; rl->n++) {
         struct rd_config cfg = {
@@ -44,19 +44,22 @@ static int masters_open(struct lock_client *lc, struct redlock *rl, struct lock_
             .user = lc->cfg.redis_user, .password = lc->cfg.redis_password,
             .connect_timeout_ms = timeout, .command_timeout_ms = timeout,
         };
-        if ((rl->m[rl->n] = rd_client_create(&cfg, err)) == NULL)
+        struct rd_error why = { 0 };
+        if ((rl->m[rl->n] = rd_client_create(&cfg, &why)) == NULL) {
+            rd_error_map(&why, err);
             return LOCK_ERROR;
+        }
     }
     rl->quorum = rl->n / 2 + 1;
     return LOCK_OK;
 }
 
-static int v10_init(struct lock_client *lc, struct lock_error *err)
+static int v10_init(struct lock_client *lc, struct error *err)
 {
     struct redlock *rl = calloc(1, sizeof(*rl));
 
     if (rl == NULL)
-        return lock_fail(err, LOCK_E_NOMEM, "out of memory");
+        return error_set(err, FAULT_NOMEM, "out of memory");
     lc->store_state = rl;
     if (masters_open(lc, rl, err) != LOCK_OK) {
         v10_destroy(lc);
@@ -73,10 +76,10 @@ static int on_all(struct redlock *rl, const struct rd_script *script, int nargs,
                   const char **args, struct rd_reply **replies)
 {
     struct rd_batch b = { 0 };
-    struct lock_error ignored;
+    struct rd_error ignored;
     int answered = 0;
 
-    if (rd_batch_add_eval(&b, script, 1, nargs - 1, args, &ignored) == LOCK_OK)
+    if (rd_batch_add_eval(&b, script, 1, nargs - 1, args, &ignored) == RD_OK)
         answered = rd_fanout(rl->m, rl->n, &b, replies);
     else
         for (int i = 0; i < rl->n; i++)
@@ -120,7 +123,7 @@ static int release_all(struct redlock *rl, const struct lock_grant *g, int *answ
  * (retry after the holder's lease, or after a random delay when the vote was split), or
  * LOCK_UNAVAILABLE when fewer than a quorum answered at all. */
 static int v10_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                           struct lock_trip *trip, struct lock_error *err)
+                           struct lock_trip *trip, struct error *err)
 {
     struct redlock *rl = lc->store_state;
     char ttl[32];
@@ -133,7 +136,7 @@ static int v10_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
     snprintf(ttl, sizeof(ttl), "%ld", lc->cfg.ttl_ms);
     answered = on_all(rl, &lua_v7_acquire, 3, args, r);
     if (answered < rl->n)   /* a master that did not answer may grant later: a new id next */
-        lock_owner_failed(lc, g, LOCK_E_TIMEOUT, 0);
+        lock_owner_failed(lc, g, FAULT_TIMEOUT, 0);
     for (int i = 0; i < rl->n; i++) {
         if (!is_integer(r[i]))
             continue;
@@ -145,13 +148,14 @@ static int v10_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
         }
     }
     free_all(rl, r);
-    validity = lc->cfg.ttl_ms - (lock_now_ms() - g->acquired_ms) - (lc->cfg.ttl_ms / 100 + 2);
+    validity = lc->cfg.ttl_ms - (clock_now_ms() - g->acquired_ms) - (lc->cfg.ttl_ms / 100 + 2);
     if (granted >= rl->quorum && validity > 0) {
         g->depth = depth;
         g->valid_until_ms = g->acquired_ms + validity;
         if (depth == 1) {
-            struct rd_reply *t = lock_command(lc, trip, RD_T(RD_INTEGER), err, "INCR fence:{%s}",
-                                              g->item);
+            char fence[LOCK_KEY_MAX];
+            struct rd_reply *t = lock_command(lc, trip, RD_T(RD_INTEGER), err, "INCR %s",
+                                              lock_fence_key(&fence, g->item));
             if (t == NULL) {
                 release_all(rl, g, &ignored);
                 return LOCK_ERROR;
@@ -167,7 +171,7 @@ static int v10_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
     if (granted > 0)
         release_all(rl, g, &ignored);
     if (answered < rl->quorum) {
-        lock_fail(err, LOCK_E_QUORUM, "no quorum: %d of %d lock masters answered (%d needed)",
+        error_set(err, FAULT_QUORUM, "no quorum: %d of %d lock masters answered (%d needed)",
                   answered, rl->n, rl->quorum);
         return LOCK_UNAVAILABLE;
     }
@@ -180,11 +184,11 @@ static int v10_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
  * when a quorum answered but fewer held it, LOCK_ERROR when fewer than a quorum answered
  * (the others' keys expire with their lease). */
 static int v10_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
-                       struct lock_error *err)
+                       struct error *err)
 {
     struct redlock *rl = lc->store_state;
     struct lock_trip writes = lock_trip_before(trip), notice = lock_trip_after(trip);
-    struct lock_error ignored;
+    struct error ignored;
     int st, released, answered;
 
     if (lock_pause_here(lc, trip, err) != LOCK_OK)
@@ -194,17 +198,17 @@ static int v10_release(struct lock_client *lc, struct lock_grant *g, struct lock
         return st;   /* the writes' fate is unknown: no release; the lease runs out */
     released = release_all(rl, g, &answered);
     if (answered < rl->n)   /* one may still hold it, for its lease: a new id next */
-        lock_owner_failed(lc, g, LOCK_E_TIMEOUT, 1);
+        lock_owner_failed(lc, g, FAULT_TIMEOUT, 1);
     lock_trip_send(lc, &notice, &ignored);
     if (released >= rl->quorum)
         return LOCK_OK;
     if (answered >= rl->quorum)
         return LOCK_NOT_OWNER;
-    return lock_fail(err, LOCK_E_QUORUM, "release: %d of %d lock masters answered", answered, rl->n);
+    return error_set(err, FAULT_QUORUM, "release: %d of %d lock masters answered", answered, rl->n);
 }
 
 /* Renewal by quorum: v8's renew script on every master at once. */
-static int v10_renew(struct lock_client *lc, const struct lock_grant *g, struct lock_error *err)
+static int v10_renew(struct lock_client *lc, const struct lock_grant *g, struct error *err)
 {
     struct redlock *rl = lc->store_state;
     char ttl[32];
@@ -222,7 +226,7 @@ static int v10_renew(struct lock_client *lc, const struct lock_grant *g, struct 
         return LOCK_OK;
     if (answered >= rl->quorum)
         return LOCK_NOT_OWNER;
-    return lock_fail(err, LOCK_E_QUORUM, "renew: fewer than a quorum of lock masters answered");
+    return error_set(err, FAULT_QUORUM, "renew: fewer than a quorum of lock masters answered");
 }
 
 /* v9's token and v8's watchdog over a quorum of independent masters (v7's scripts on

@@ -2,7 +2,7 @@
 #include "lock/internal.h"
 
 static int v3_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                          struct lock_trip *trip, struct lock_error *err)
+                          struct lock_trip *trip, struct error *err)
 {
     struct rd_reply *r = lock_command(lc, trip, RD_T(RD_INTEGER), err, "SETNX %s %s", g->key,
                                       g->owner);

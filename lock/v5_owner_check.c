@@ -6,7 +6,7 @@
 /* Deletes the key only if GET says it is ours. The lease can run out between the GET
  * and the DEL (the caller's pause, the teaching fault release_gap_ms, widens that gap): then the DEL removes another's lock. */
 static int v5_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
-                      struct lock_error *err)
+                      struct error *err)
 {
     struct lock_trip writes = lock_trip_before(trip), notice = lock_trip_after(trip);
     struct rd_reply *r = lock_command(lc, &writes, RD_T(RD_STRING) | RD_T(RD_NIL), err,
@@ -19,7 +19,7 @@ static int v5_release(struct lock_client *lc, struct lock_grant *g, struct lock_
     mine = r->type == RD_STRING && strcmp(r->str, g->owner) == 0;
     rd_reply_free(r);
     if (!mine) {
-        lock_trip_send(lc, &notice, &(struct lock_error){ 0 });  /* waiters wake at worst at the lease's end */
+        lock_trip_send(lc, &notice, &(struct error){ 0 });  /* waiters wake at worst at the lease's end */
         return LOCK_NOT_OWNER;
     }
     if (lock_pause_here(lc, trip, err) != LOCK_OK)

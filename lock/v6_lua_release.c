@@ -7,7 +7,7 @@
  * caller's pause, release_gap_ms, comes before the script, where v5's came between its
  * commands.) */
 static int v6_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
-                      struct lock_error *err)
+                      struct error *err)
 {
     const char *argv[] = { g->key, g->owner };
     struct rd_reply *r;

@@ -7,11 +7,11 @@
 
 /* One try of lock/scripts/v9_acquire.lua: v7's hash, and a first grant also takes the
  * next token from fence:{I} (INCR, in the same script: no grant without a token, no
- * token twice). The grant carries it; the sale's write (service/scripts/
+ * token twice). The grant carries it; the sale's write (service/store/scripts/
  * sale_write_fenced.lua) refuses a (token, batch) not strictly after the last writer's,
  * and a token older than the last one issued. */
 static int v9_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
-                          struct lock_trip *trip, struct lock_error *err)
+                          struct lock_trip *trip, struct error *err)
 {
     char fence[LOCK_KEY_MAX], ttl[32];
     const char *argv[] = { g->key, fence, g->owner, ttl };
@@ -19,7 +19,7 @@ static int v9_try_acquire(struct lock_client *lc, struct lock_grant *g, long wai
     int st;
 
     (void)wait_ms;
-    snprintf(fence, sizeof(fence), "fence:{%s}", g->item);
+    lock_fence_key(&fence, g->item);
     snprintf(ttl, sizeof(ttl), "%ld", lc->cfg.ttl_ms);
     r = lock_eval(lc, trip, &lua_v9_acquire, RD_T(RD_ARRAY), 2, 2, argv, err);
     if (r == NULL)
@@ -27,7 +27,7 @@ static int v9_try_acquire(struct lock_client *lc, struct lock_grant *g, long wai
     if (r->elements != 2 || r->element[0]->type != RD_INTEGER ||
         r->element[1]->type != RD_INTEGER) {
         rd_reply_free(r);
-        return lock_fail(err, LOCK_E_PROTOCOL, "v9_acquire: unexpected reply");
+        return error_set(err, FAULT_PROTOCOL, "v9_acquire: unexpected reply");
     }
     if (r->element[0]->integer > 0) {
         st = LOCK_OK;

@@ -10,7 +10,7 @@
  *   release(me, ok)       gives back one hold; ok: it was ours
  *   renew(me, st)         with KEEPALIVE: one renewal; st RENEW_OK, RENEW_NOT_OWNER or
  *                         RENEW_ERROR
- * then includes system.pml. The Lua scripts (lock/scripts/, service/scripts/) are
+ * then includes system.pml. The Lua scripts (lock/scripts/, service/store/scripts/) are
  * branches of the Redis process here, each named after its file.
  *
  * Time: an abstract clock of ticks. A client's steps (a command, a script, a decision)
@@ -31,7 +31,7 @@
  *   SHORT_PAUSE   the same for TTL - 1 ticks: shorter than the lease
  *   LATE_PAUSE    A stops TTL + 1 ticks after its lease check, before its write is sent
  *   RELEASE_GAP   A's release waits TTL ticks where lock_release_gap() sleeps
- *   NESTED        A's sale takes the same lock again (service/sale.c's nested helper,
+ *   NESTED        A's sale takes the same lock again (service/faults/faults.c's nested helper,
  *                 waiting at most TTL - 1 ticks) and gives it back
  *   MASTER_DOWN   Redlock: one master of three (any) goes down for good (at any tick of
  *                 the first lease)
@@ -186,12 +186,12 @@ inline data_command() {
         val = stock
     :: cmd == INCR_FENCE ->
         fence++; val = fence
-    :: cmd == SALE_WRITE ->                     /* service/scripts/sale_write.lua */
+    :: cmd == SALE_WRITE ->                     /* service/store/scripts/sale_write.lua */
         count_held(who, n);
         stale = stale || n < QUORUM;
         stock = a1 - 1; sold++; val = 1;
         printf("EV %c: write stock %d\n", OWNER(who), stock)
-    :: cmd == SALE_WRITE_FENCED ->              /* service/scripts/sale_write_fenced.lua */
+    :: cmd == SALE_WRITE_FENCED ->              /* service/store/scripts/sale_write_fenced.lua */
         /* a1: the stock read, a2: the token; one batch per grant: batch 1. Refused when
          * older than the last token issued (fence) or not past the last writer's. */
         if

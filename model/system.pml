@@ -1,10 +1,10 @@
 /* system.pml - The system around a version's steps: clients making sales
- * (service/sale.c), their watchdogs (lock/keepalive.c), Redlock's faults, the start, and
+ * (service/sale/sale.c), their watchdogs (lock/keepalive.c), Redlock's faults, the start, and
  * the properties. A version's model includes common.pml, defines its steps, then
  * includes this file (a Promela process can only call steps defined before it).
  */
 
-/* --- the sale: service/sale.c's sell_batch, one sale per client ---------------------- */
+/* --- the sale: service/sale/sale.c's sell_batch, one sale per client ---------------------- */
 
 /* Acquire (waiting as long as it takes), read the stock, [the nested helper], work, the
  * lease check, write stock - 1 (or nothing when sold out), release. Under crash the
@@ -170,7 +170,7 @@ init {
 /* --- the properties ------------------------------------------------------------------- */
 
 /* Mutual exclusion: never two clients inside the critical section (from "acquire ok"
- * until their write is sent, as service/sale.c's probe counts). */
+ * until their write is sent, as the sale's probe counts (service/faults/faults.c)). */
 ltl mutex { [] (in_cs <= 1) }
 /* No stale write: a write by a client whose lease ended (the lock, on a quorum of its
  * servers, is not its own) is never applied: the fencing property. */

@@ -18,7 +18,7 @@
 
 /* One try of lock/scripts/v9_acquire.lua: v7's hash, and a first grant also takes the
  * next token from fence:{I}; a nested grant gets the same one. The sale's write is
- * service/scripts/sale_write_fenced.lua (run by Redis in common.pml). */
+ * service/store/scripts/sale_write_fenced.lua (run by Redis in common.pml). */
 inline try_acquire(me, ok) {
     redis_call(V9_ACQUIRE, 0, 0, 0);
     ok = (r > 0);

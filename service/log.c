@@ -1,9 +1,16 @@
 /* log.c - One line per event on stderr: time, level, instance, message. */
-#include "service/service.h"
+#include "service/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
+
+static char instance[64] = "inventory";
+
+void log_set_name(const char *name)
+{
+    snprintf(instance, sizeof(instance), "%s", name && *name ? name : "inventory");
+}
 
 void log_event(const char *level, const char *fmt, ...)
 {
@@ -17,5 +24,5 @@ void log_event(const char *level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s %s %s %s\n", when, level, svc.name[0] ? svc.name : "inventory", msg);
+    fprintf(stderr, "%s %s %s %s\n", when, level, instance, msg);
 }

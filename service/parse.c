@@ -1,7 +1,7 @@
-/* parse.c - Everything the service parses itself: query numbers, item names, header
- * tokens, the integers Redis keeps and an idempotency key's first answer. Pure
- * functions, no allocation: tests/fuzz_parse.c feeds them anything. */
-#include "service/service.h"
+/* parse.c - Everything the service parses itself: query numbers, header tokens, the
+ * integers a store keeps and an idempotency key's first answer. Pure functions, no
+ * allocation: tests/fuzz_parse.c feeds them anything. */
+#include "service/parse.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -5,7 +5,8 @@
  *
  *   make build/fuzz_parse && build/fuzz_parse -max_total_time=30 tests/fuzz_corpus
  */
-#include "service/service.h"
+#include "common/item.h"
+#include "service/parse.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -4,14 +4,14 @@
  * map, TRYAGAIN waited out (or given up after RD_TRYAGAIN_MS), and bad seeds.
  * Usage: test_cluster PORT1 PORT2 PORT3 PLAIN_PORT
  *   PORT1..3: the cluster's masters; PLAIN_PORT: a Redis not in cluster mode. */
-#include "lock/redis/redis.h"
+#include "redis/redis.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock/clock.h"
+#include "common/clock.h"
 #include "tests/test.h"
 
 enum { MASTERS = 3 };
@@ -23,7 +23,7 @@ static struct rd_client *client(const char *cluster, int port)
 {
     struct rd_config cfg = { .host = "127.0.0.1", .port = port, .cluster = cluster,
                              .connect_timeout_ms = 300 };
-    struct lock_error err;
+    struct rd_error err;
     struct rd_client *rc = rd_client_create(&cfg, &err);
 
     if (rc == NULL) {
@@ -36,7 +36,7 @@ static struct rd_client *client(const char *cluster, int port)
 /* How many keys master i holds, or -1. */
 static long long keys_on(int i)
 {
-    struct lock_error err;
+    struct rd_error err;
     struct rd_reply *r = rd_call(admin[i], RD_T(RD_INTEGER), &err, "DBSIZE");
     long long v = r ? r->integer : -1;
 
@@ -47,7 +47,7 @@ static long long keys_on(int i)
 /* Master i's node id. */
 static void node_id(int i, char (*id)[64])
 {
-    struct lock_error err;
+    struct rd_error err;
     struct rd_reply *r = rd_call(admin[i], RD_T(RD_STRING), &err, "CLUSTER MYID");
 
     snprintf(*id, sizeof(*id), "%s", r ? r->str : "?");
@@ -57,7 +57,7 @@ static void node_id(int i, char (*id)[64])
 /* The master that serves slot now, by master m's map (CLUSTER SLOTS); -1: none. */
 static int owner_by(int m, unsigned slot)
 {
-    struct lock_error err;
+    struct rd_error err;
     struct rd_reply *r = rd_call(admin[m], RD_T(RD_ARRAY), &err, "CLUSTER SLOTS");
     int port = -1;
 
@@ -79,7 +79,7 @@ static int owner_of(unsigned slot)
 }
 
 /* A set-up command's reply: freed, or the test ends saying why. */
-static void must(struct rd_reply *r, const char *what, const struct lock_error *err)
+static void must(struct rd_reply *r, const char *what, const struct rd_error *err)
 {
     if (r == NULL) {
         fprintf(stderr, "%s: %s\n", what, err->msg);
@@ -91,7 +91,7 @@ static void must(struct rd_reply *r, const char *what, const struct lock_error *
 /* Master i's cluster_current_epoch (CLUSTER INFO), or -1. */
 static long long current_epoch(int i)
 {
-    struct lock_error err;
+    struct rd_error err;
     struct rd_reply *r = rd_call(admin[i], RD_T(RD_STRING), &err, "CLUSTER INFO");
     const char *at = r ? strstr(r->str, "cluster_current_epoch:") : NULL;
     long long e = at ? atoll(at + strlen("cluster_current_epoch:")) : -1;
@@ -104,7 +104,7 @@ static long long current_epoch(int i)
 static void migrate_begin(unsigned slot, int src, int dst)
 {
     char s[16], id_src[64], id_dst[64];
-    struct lock_error err;
+    struct rd_error err;
 
     snprintf(s, sizeof(s), "%u", slot);
     node_id(src, &id_src);
@@ -116,7 +116,7 @@ static void migrate_begin(unsigned slot, int src, int dst)
 /* Moves key from master src to dst (MIGRATE). */
 static void migrate_key(const char *key, int src, int dst)
 {
-    struct lock_error err;
+    struct rd_error err;
     struct rd_reply *r = rd_call(admin[src], RD_T(RD_STATUS), &err,
                                  "MIGRATE 127.0.0.1 %d %s 0 5000", master_port[dst], key);
 
@@ -131,7 +131,7 @@ static void migrate_key(const char *key, int src, int dst)
 static void migrate_end(unsigned slot, int dst)
 {
     char s[16], id_dst[64];
-    struct lock_error err;
+    struct rd_error err;
 
     snprintf(s, sizeof(s), "%u", slot);
     node_id(dst, &id_dst);
@@ -148,7 +148,7 @@ static void migrate_end(unsigned slot, int dst)
             e[i] = current_epoch(i);
         if (e[0] == e[1] && e[1] == e[2] && owner_by(1, slot) == dst)
             return;
-        lock_sleep_ms(10);
+        clock_sleep_ms(10);
     }
     fprintf(stderr, "the masters do not agree on the epoch after slot %u moved\n", slot);
     exit(2);
@@ -174,7 +174,7 @@ static long long stat_of(const char *cmd, const char *what)
     long long sum = 0;
 
     for (int i = 0; i < MASTERS; i++) {
-        struct lock_error err;
+        struct rd_error err;
         struct rd_reply *r = rd_call(admin[i], RD_T(RD_STRING), &err, "INFO commandstats");
         char needle[64];
         const char *at;
@@ -194,7 +194,7 @@ static long long calls_of(const char *cmd)
 static void reset_stats(void)
 {
     for (int i = 0; i < MASTERS; i++) {
-        struct lock_error err;
+        struct rd_error err;
         rd_reply_free(rd_call(admin[i], RD_T(RD_STATUS), &err, "CONFIG RESETSTAT"));
     }
 }
@@ -210,7 +210,7 @@ static void test_slots(void)
     int same = 0, n = (int)(sizeof(keys) / sizeof(keys[0]));
 
     for (int i = 0; i < n; i++) {
-        struct lock_error err;
+        struct rd_error err;
         struct rd_reply *r = rd_call(admin[0], RD_T(RD_INTEGER), &err, "CLUSTER KEYSLOT %s", keys[i]);
         same += r && r->integer == (long long)rd_key_slot(keys[i], strlen(keys[i]));
         rd_reply_free(r);
@@ -221,7 +221,7 @@ static void test_slots(void)
 /* 300 keys set through the cluster client land on the masters of their slots. */
 static void test_spread(struct rd_client *rc)
 {
-    struct lock_error err;
+    struct rd_error err;
     int set = 0, found = 0, on_each = 1;
     char key[32];
 
@@ -254,7 +254,7 @@ static void *read_moved(void *arg)
 
     for (int round = 0; round < 5; round++)
         for (int i = 0; i < 20; i++) {
-            struct lock_error err;
+            struct rd_error err;
             snprintf(key, sizeof(key), "t:{moved%d}", i);
             struct rd_reply *r = rd_call(b->rc, RD_T(RD_STRING), &err, "GET %s", key);
             b->right += r && atoi(r->str) == i;
@@ -274,7 +274,7 @@ static void test_moved(struct rd_client *rc)
     long long moved, reads;
 
     for (int i = 0; i < 20; i++) {
-        struct lock_error err;
+        struct rd_error err;
         snprintf(key, sizeof(key), "t:{moved%d}", i);
         rd_reply_free(rd_call(rc, RD_T(RD_STATUS), &err, "SET %s %d", key, i));
     }
@@ -282,7 +282,7 @@ static void test_moved(struct rd_client *rc)
         snprintf(key, sizeof(key), "t:{moved%d}", i);
         move_slot(key);
     }
-    lock_sleep_ms(150);   /* the map is read at most every 100 ms: this burst may read it */
+    clock_sleep_ms(150);   /* the map is read at most every 100 ms: this burst may read it */
     reset_stats();
     for (int i = 0; i < 4; i++) {
         b[i] = (struct burst){ .rc = rc };
@@ -308,7 +308,7 @@ static void test_ask(struct rd_client *rc)
 {
     const char *key = "t:{ask}";
     unsigned slot = rd_key_slot(key, strlen(key));
-    struct lock_error err;
+    struct rd_error err;
     struct rd_reply *r;
     int src, dst, right = 0;
 
@@ -340,7 +340,7 @@ static void *finish_later(void *arg)
 {
     struct finish *f = arg;
 
-    lock_sleep_ms(f->after_ms);
+    clock_sleep_ms(f->after_ms);
     migrate_key(f->key, f->src, f->dst);
     migrate_end(rd_key_slot(f->key, strlen(f->key)), f->dst);
     return NULL;
@@ -354,7 +354,7 @@ static void test_tryagain(struct rd_client *rc)
     const char *a = "t:{try}:a";
     unsigned slot = rd_key_slot(a, strlen(a));
     struct finish f = { .key = a, .after_ms = 300 };
-    struct lock_error err;
+    struct rd_error err;
     struct rd_reply *r;
     pthread_t t;
     long long start;
@@ -364,18 +364,18 @@ static void test_tryagain(struct rd_client *rc)
     f.src = owner_of(slot);
     f.dst = (f.src + 1) % MASTERS;
     migrate_begin(slot, f.src, f.dst);
-    start = lock_now_ms();
+    start = clock_now_ms();
     r = rd_call(rc, RD_T(RD_INTEGER), &err, "EVAL %s 2 %s %s", script, a, "t:{try}:b");
-    took = (long)(lock_now_ms() - start);
+    took = (long)(clock_now_ms() - start);
     printf("       TRYAGAIN given up after %ld ms: %s\n", took, r ? "answered" : err.msg);
     test_cond("TRYAGAIN while the slot stays migrating: given up, typed TRYAGAIN",
-              r == NULL && err.fault == LOCK_E_TRYAGAIN);
+              r == NULL && err.fault == RD_E_TRYAGAIN);
     test_cond("... after about RD_TRYAGAIN_MS (900 to 1500 ms)", took >= 900 && took <= 1500);
     rd_reply_free(r);
     pthread_create(&t, NULL, finish_later, &f);
-    start = lock_now_ms();
+    start = clock_now_ms();
     r = rd_call(rc, RD_T(RD_INTEGER), &err, "EVAL %s 2 %s %s", script, a, "t:{try}:b");
-    took = (long)(lock_now_ms() - start);
+    took = (long)(clock_now_ms() - start);
     pthread_join(t, NULL);
     printf("       TRYAGAIN waited out in %ld ms\n", took);
     test_cond("TRYAGAIN while the migration ends 300 ms later: answered (1 key exists), on "
@@ -387,14 +387,14 @@ static void test_tryagain(struct rd_client *rc)
 /* Seeds that do not answer, and a Redis that is not in cluster mode: clear errors. */
 static void test_bad_seeds(void)
 {
-    struct lock_error err;
+    struct rd_error err;
     struct rd_client *nobody = client("127.0.0.1:1", 0);
     struct rd_client *plain;
     char list[32];
     struct rd_reply *r = rd_call(nobody, RD_T(RD_STATUS), &err, "SET %s 1", "t:{x}");
 
     test_cond("no seed answers: refused with a connect error, nothing sent",
-              r == NULL && err.fault == LOCK_E_CONNECT &&
+              r == NULL && err.fault == RD_E_CONNECT &&
                   strstr(err.msg, "no node of the cluster") != NULL);
     printf("       %s\n", err.msg);
     rd_reply_free(r);

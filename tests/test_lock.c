@@ -1,6 +1,7 @@
 /* test_lock.c - The lock library against a real redis-server: each version's guarantee
  * and, where a version is unsafe by design, its flaw; v10 over three more (its lock masters).
  * Usage: test_lock REDIS_PORT [MASTER_PORT MASTER_PORT MASTER_PORT] */
+#include "common/clock.h"
 #include "lock/lock.h"
 
 #include <hiredis/hiredis.h>   /* the test looks at Redis on its own, beside the layer */
@@ -39,13 +40,16 @@ static struct { struct lock_client *lc; struct rd_client *rc; } clients[CLIENTS_
 
 /* A lock client for version on a new Redis client for port; NULL with err filled. */
 static struct lock_client *client_try(const char *version, int port, struct lock_config cfg,
-                                      struct lock_error *err)
+                                      struct error *err)
 {
     struct rd_config rcfg = { .host = "127.0.0.1", .port = port };
-    struct rd_client *rc = rd_client_create(&rcfg, err);
+    struct rd_error why = { 0 };
+    struct rd_client *rc = rd_client_create(&rcfg, &why);
     struct lock_client *lc;
 
     cfg.redis = rc;
+    if (rc == NULL)
+        rd_error_map(&why, err);
     if (rc == NULL || (lc = lock_client_create(lock_find(version), &cfg, err)) == NULL) {
         rd_client_destroy(rc);
         return NULL;
@@ -75,7 +79,7 @@ static struct lock_client *client_wait(const char *version, long ttl_ms, long re
 {
     struct lock_config cfg = { .ttl_ms = ttl_ms, .retry_ms = retry_ms, .instance_id = instance,
                                .wait = wait };
-    struct lock_error err;
+    struct error err;
     struct lock_client *lc = client_try(version, redis_port, cfg, &err);
     if (lc == NULL) {
         fprintf(stderr, "lock_client_create %s: %s\n", version, err.msg);
@@ -108,7 +112,7 @@ static void *rival_main(void *arg)
 {
     struct rival *rv = arg;
     struct lock_grant g;
-    struct lock_error err;
+    struct error err;
 
     rv->status = lock_acquire(rv->lc, ITEM, rv->wait_ms, &g, NULL, &err);
     if (rv->status == LOCK_OK)
@@ -150,7 +154,7 @@ static void test_basic(const char *version)
     redisContext *c = connect_redis();
     struct lock_client *lc = client(version, 5000, "test-a");
     struct lock_grant g;
-    struct lock_error err;
+    struct error err;
     int uses_redis = lc->ops->remote;
 
     key_del(c);
@@ -180,14 +184,14 @@ static void test_ttls(void)
 {
     redisContext *c = connect_redis();
     struct lock_grant g;
-    struct lock_error err;
+    struct error err;
     const char *expiring[] = { "v4", "v5", "v6", "v7", NULL };
 
     struct lock_client *lc = client("v3", 300, "test-a");
     key_del(c);
     lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
     test_cond("v3: the lock key has no TTL", key_pttl(c) == -1);
-    lock_sleep_ms(500);
+    clock_sleep_ms(500);
     test_cond("v3: the key is still there after the would-be TTL", key_exists(c));
     lock_release(lc, &g, NULL, NULL, &err);
     client_free(lc);
@@ -200,7 +204,7 @@ static void test_ttls(void)
         long long pttl = key_pttl(c);
         snprintf(d, sizeof(d), "%s: the lock key has a TTL of at most ttl-ms", expiring[i]);
         test_cond(d, pttl > 0 && pttl <= 300);
-        lock_sleep_ms(600);
+        clock_sleep_ms(600);
         snprintf(d, sizeof(d), "%s: the lock key expires by itself", expiring[i]);
         test_cond(d, !key_exists(c));
         snprintf(d, sizeof(d), "%s: the grant reports its lease lost", expiring[i]);
@@ -215,7 +219,7 @@ static void test_foreign_release(void)
 {
     redisContext *c = connect_redis();
     struct lock_grant g, other;
-    struct lock_error err;
+    struct error err;
     const char *safe[] = { "v5", "v6", "v7", "v8", NULL };
 
     for (int i = 0; safe[i]; i++) {
@@ -248,7 +252,7 @@ static void test_reentrancy(void)
 {
     redisContext *c = connect_redis();
     struct lock_grant outer, inner;
-    struct lock_error err;
+    struct error err;
 
     struct lock_client *lc = client("v7", 5000, "test-a");
     key_del(c);
@@ -270,10 +274,10 @@ static void test_reentrancy(void)
         lc = client(flat[i], 5000, "test-a");
         key_del(c);
         lock_acquire(lc, ITEM, 1000, &outer, NULL, &err);
-        long long t0 = lock_now_ms();
+        long long t0 = clock_now_ms();
         int st = lock_acquire(lc, ITEM, 300, &inner, NULL, &err);
         snprintf(d, sizeof(d), "%s (flaw): a nested acquire waits on itself and times out", flat[i]);
-        test_cond(d, st == LOCK_TIMEOUT && lock_now_ms() - t0 >= 250);
+        test_cond(d, st == LOCK_TIMEOUT && clock_now_ms() - t0 >= 250);
         lock_release(lc, &outer, NULL, NULL, &err);
         client_free(lc);
     }
@@ -284,12 +288,12 @@ static void test_watchdog(void)
 {
     redisContext *c = connect_redis();
     struct lock_grant g;
-    struct lock_error err;
+    struct error err;
 
     struct lock_client *lc = client("v8", 900, "test-a");
     key_del(c);
     lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
-    lock_sleep_ms(2500);
+    clock_sleep_ms(2500);
     test_cond("v8: the key outlives its TTL while held", key_exists(c));
     test_cond("v8: the watchdog renewed it", atomic_load(&lc->renewals) >= 2);
     test_cond("v8: the lease is not lost", !lock_grant_is_lost(lc, &g));
@@ -299,14 +303,14 @@ static void test_watchdog(void)
     freeReplyObject(redisCommand(c, "HSET %s %s 1", KEY, g.owner));
     freeReplyObject(redisCommand(c, "PEXPIRE %s 500", KEY));
     long long renewals = atomic_load(&lc->renewals);
-    lock_sleep_ms(1500);
+    clock_sleep_ms(1500);
     test_cond("v8: after release the watchdog renews nothing", !key_exists(c) && atomic_load(&lc->renewals) == renewals);
 
     /* Someone else takes the key: the renewal is refused and the holder is told. */
     lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
     key_del(c);
     freeReplyObject(redisCommand(c, "HSET %s test-b:1 1", KEY));
-    lock_sleep_ms(1000);
+    clock_sleep_ms(1000);
     test_cond("v8: a refused renewal marks the lease lost", lock_grant_is_lost(lc, &g) && atomic_load(&lc->lost_leases) >= 1);
     test_cond("v8: the taken lock is not released by the loser", lock_release(lc, &g, NULL, NULL, &err) == LOCK_EXPIRED && key_exists(c));
     test_cond("  the lost lease counted once (by the watchdog, not again at the release)",
@@ -330,11 +334,11 @@ static void test_watchdog(void)
     char ok = 'n';
     if (read(fds[0], &ok, 1) != 1)
         ok = 'n';
-    lock_sleep_ms(1200);
+    clock_sleep_ms(1200);
     test_cond("v8: a live holder in another process keeps the key past its TTL", ok == 'y' && key_exists(c));
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    lock_sleep_ms(1500);
+    clock_sleep_ms(1500);
     test_cond("v8: the key of a killed holder expires", !key_exists(c));
     close(fds[0]);
     close(fds[1]);
@@ -348,13 +352,13 @@ struct releaser { struct lock_client *lc; struct lock_grant g; int status; };
 static void gap_1600(void *arg)
 {
     (void)arg;
-    lock_sleep_ms(1600);
+    clock_sleep_ms(1600);
 }
 
 static void *releaser_main(void *arg)
 {
     struct releaser *rl = arg;
-    struct lock_error err;
+    struct error err;
     struct lock_pause gap = { .fn = gap_1600 };
     rl->status = lock_release(rl->lc, &rl->g, NULL, &gap, &err);
     return NULL;
@@ -407,7 +411,7 @@ static void gate_set(int stage)
     pthread_mutex_unlock(&gate.mu);
 }
 
-static int gated_renew(struct lock_client *lc, const struct lock_grant *g, struct lock_error *err)
+static int gated_renew(struct lock_client *lc, const struct lock_grant *g, struct error *err)
 {
     int st;
 
@@ -423,7 +427,7 @@ static int gated_renew(struct lock_client *lc, const struct lock_grant *g, struc
 }
 
 static int gated_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
-                         struct lock_error *err)
+                         struct error *err)
 {
     int st = lock_find("v8")->release(lc, g, trip, err);
 
@@ -439,7 +443,7 @@ static void *gated_holder(void *arg)
 {
     struct lock_client *lc = arg;
     struct lock_grant g;
-    struct lock_error err;
+    struct error err;
 
     lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
     gate_wait(1);
@@ -456,9 +460,10 @@ static void test_watchdog_late_answer(void)
     struct rd_config rcfg = { .host = "127.0.0.1", .port = redis_port };
     struct lock_config cfg = { .ttl_ms = 600, .retry_ms = 5, .instance_id = "test-gate" };
     redisContext *c = connect_redis();
-    struct lock_error err;
+    struct error err;
+    struct rd_error why;
     struct lock_grant g;
-    struct rd_client *rc = rd_client_create(&rcfg, &err);
+    struct rd_client *rc = rd_client_create(&rcfg, &why);
     struct lock_client *lc;
     pthread_t holder;
 
@@ -467,7 +472,7 @@ static void test_watchdog_late_answer(void)
     gated.release = gated_release;
     cfg.redis = rc;
     if (rc == NULL || (lc = lock_client_create(&gated, &cfg, &err)) == NULL) {
-        fprintf(stderr, "test_watchdog_late_answer: %s\n", err.msg);
+        fprintf(stderr, "test_watchdog_late_answer: %s\n", rc == NULL ? why.msg : err.msg);
         exit(2);
     }
     key_del(c);
@@ -483,12 +488,12 @@ static void test_watchdog_late_answer(void)
             lock_acquire(lc, ITEM, 1000, &g, NULL, &err);   /* the same thread, anew */
         gate_put(&gate.on, 0);
         gate_set(4);
-        lock_sleep_ms(50);                              /* the watchdog reads the answer */
+        clock_sleep_ms(50);                              /* the watchdog reads the answer */
         if (again) {
             test_cond("v8: a renewal sent before a release and answered after a new grant: "
                       "the new grant is not lost", gate_get(&gate.st) == LOCK_NOT_OWNER &&
                       !lock_grant_is_lost(lc, &g));
-            lock_sleep_ms(900);
+            clock_sleep_ms(900);
             test_cond("  and the watchdog still renews it", key_exists(c) &&
                       lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK);
         }
@@ -503,7 +508,7 @@ static void test_watchdog_late_answer(void)
     gate_wait(3);                       /* Redis took the release, then answered the renewal */
     gate_put(&gate.on, 0);
     gate_set(4);
-    lock_sleep_ms(50);                  /* the watchdog reads the answer... */
+    clock_sleep_ms(50);                  /* the watchdog reads the answer... */
     gate_set(5);                        /* ...before the release is back */
     pthread_join(holder, NULL);
     gate_put(&gate.hold_release, 0);
@@ -523,13 +528,13 @@ static void test_release_gap(const char *version, int expect_foreign_delete)
     struct lock_client *lc_b = client(version, 1000, "test-b"); /* another process */
     struct releaser rl = { .lc = lc, .status = -1 };
     struct lock_grant b;
-    struct lock_error err;
+    struct error err;
     pthread_t t;
 
     key_del(c);
     lock_acquire(lc, ITEM, 1000, &rl.g, NULL, &err);
     pthread_create(&t, NULL, releaser_main, &rl); /* v5 checks ownership now, acts at 1.6 s */
-    lock_sleep_ms(1200);                           /* A's 1 s lease has run out; B's runs to 2.2 s */
+    clock_sleep_ms(1200);                           /* A's 1 s lease has run out; B's runs to 2.2 s */
     int got = lock_acquire(lc_b, ITEM, 1000, &b, NULL, &err);
     pthread_join(t, NULL);
     int b_key = key_exists(c);
@@ -555,7 +560,7 @@ static void test_scripts_and_errors(void)
     redisContext *c = connect_redis();
     struct lock_client *lc = client("v7", 5000, "test-a");
     struct lock_grant g;
-    struct lock_error err;
+    struct error err;
 
     key_del(c);
     lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
@@ -568,7 +573,7 @@ static void test_scripts_and_errors(void)
     memset(&err, 0, sizeof(err));
     test_cond("an unreachable Redis gives LOCK_ERROR, typed as a failure to connect",
               lc && lock_acquire(lc, ITEM, 100, &g, NULL, &err) == LOCK_ERROR &&
-                  err.fault == LOCK_E_CONNECT && lock_fault_is_io(err.fault) && err.msg[0]);
+                  err.fault == FAULT_CONNECT && fault_is_io(err.fault) && err.msg[0]);
     test_cond("  nothing was sent: nothing is kept to be given back",
               lc && atomic_load(&lc->abandoned) == 0);
     client_free(lc);
@@ -585,7 +590,7 @@ static void test_scripts_and_errors(void)
     memset(&err, 0, sizeof(err));
     test_cond("a release refused by Redis (NOREPLICAS): LOCK_ERROR, the lock still there",
               st == LOCK_OK && lock_release(lc, &g, NULL, NULL, &err) == LOCK_ERROR &&
-                  err.fault == LOCK_E_NOREPLICAS && key_exists(c));
+                  err.fault == FAULT_NOREPLICAS && key_exists(c));
     freeReplyObject(redisCommand(c, "CONFIG SET min-replicas-to-write 0"));
     st = lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
     test_cond("  the same thread's next grant: a new owner id, depth 1, the old lock given back",
@@ -603,7 +608,7 @@ static void test_scripts_and_errors(void)
     lock_abandon(lc, &g);
     test_cond("lock_abandon: the lock stays in Redis, under its owner",
               st == LOCK_OK && cmd_int(c, "HEXISTS lock:{test} %s", before) == 1);
-    lock_sleep_ms(800);
+    clock_sleep_ms(800);
     test_cond("  not renewed: gone once its 600 ms lease ran out", !key_exists(c));
     st = lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
     test_cond("  the thread's next grant: a new owner id, depth 1",
@@ -622,13 +627,13 @@ static void *timed_rival_main(void *arg)
 {
     struct timed_rival *rv = arg;
     struct lock_grant g;
-    struct lock_error err;
+    struct error err;
 
     rv->status = lock_acquire(rv->lc, ITEM, rv->wait_ms, &g, NULL, &err);
     rv->waited_ms = g.waited_ms;
     if (rv->status == LOCK_OK) {
         rv->order = atomic_fetch_add(&grant_seq, 1);
-        lock_sleep_ms(20);
+        clock_sleep_ms(20);
         lock_release(rv->lc, &g, NULL, NULL, &err);
     }
     return NULL;
@@ -641,7 +646,7 @@ static void test_notify(void)
 {
     redisContext *c = connect_redis();
     struct lock_grant g;
-    struct lock_error err;
+    struct error err;
     struct timed_rival rv;
     pthread_t t;
 
@@ -653,7 +658,7 @@ static void test_notify(void)
         lock_acquire(holder, ITEM, 1000, &g, NULL, &err);
         rv = (struct timed_rival){ waiter, 8000, -1, 0, 0 };
         pthread_create(&t, NULL, timed_rival_main, &rv);
-        lock_sleep_ms(300);       /* the waiter has tried once and sleeps */
+        clock_sleep_ms(300);       /* the waiter has tried once and sleeps */
         lock_release(holder, &g, NULL, NULL, &err);
         pthread_join(t, NULL);
         if (w == LOCK_WAIT_NOTIFY) {
@@ -689,7 +694,7 @@ static void test_notify(void)
     for (int i = 0; i < 3; i++) {
         q[i] = (struct timed_rival){ lc, 8000, -1, 0, -1 };
         pthread_create(&qt[i], NULL, timed_rival_main, &q[i]);
-        lock_sleep_ms(100);
+        clock_sleep_ms(100);
     }
     lock_release(lc, &g, NULL, NULL, &err);
     for (int i = 0; i < 3; i++)
@@ -702,7 +707,7 @@ static void test_notify(void)
                                .wait = LOCK_WAIT_NOTIFY };
     memset(&err, 0, sizeof(err));
     test_cond("v1 cannot wait by notify: the client says so",
-              client_try("v1", redis_port, cfg, &err) == NULL && err.fault == LOCK_E_USAGE &&
+              client_try("v1", redis_port, cfg, &err) == NULL && err.fault == FAULT_USAGE &&
                   strstr(err.msg, "v1"));
     redisFree(c);
 }
@@ -717,7 +722,7 @@ static void test_wanted(void)
     struct lock_client *waiter = client_wait("v8", 5000, 3000, LOCK_WAIT_NOTIFY, "test-w");
     struct lock_client *poller = client_wait("v8", 5000, 5, LOCK_WAIT_POLL, "test-p");
     struct lock_grant g, again;
-    struct lock_error err;
+    struct error err;
     struct timed_rival rv, local;
     pthread_t t, lt;
     int asked = 0, st, holder_order;
@@ -734,17 +739,17 @@ static void test_wanted(void)
     rv = (struct timed_rival){ waiter, 8000, -1, 0, -1 };
     pthread_create(&t, NULL, timed_rival_main, &rv);
     for (int i = 0; i < 200 && !(asked = lock_grant_is_wanted(holder, &g)); i++)
-        lock_sleep_ms(10);
+        clock_sleep_ms(10);
     test_cond("wanted: a refused waiter of another process asks for the lock", asked);
     lock_release(holder, &g, NULL, NULL, &err);
-    t0 = lock_now_ms();
+    t0 = clock_now_ms();
     st = lock_acquire(holder, ITEM, 8000, &again, NULL, &err);
     holder_order = atomic_fetch_add(&grant_seq, 1);
     pthread_join(t, NULL);
     test_cond("wanted: the holder gives way: the one that asked is granted first",
               st == LOCK_OK && rv.status == LOCK_OK && rv.order == 0 && holder_order == 1);
     test_cond("  and the holder's next grant follows that release",
-              lock_now_ms() - t0 < 1500);
+              clock_now_ms() - t0 < 1500);
     test_cond("wanted: a fresh grant has not been asked for", !lock_grant_is_wanted(holder, &again));
 
     /* One that asked and then gave up: the holder's next try waits retry_ms for it. */
@@ -784,7 +789,7 @@ static void test_fenced(void)
     struct lock_client *a = client("v9", 900, "test-a");
     struct lock_client *b = client("v9", 900, "test-b");
     struct lock_grant g, inner, later;
-    struct lock_error err;
+    struct error err;
     long long t1, fence;
 
     key_del(c);
@@ -799,7 +804,7 @@ static void test_fenced(void)
     lock_release(a, &inner, NULL, NULL, &err);
     test_cond("v9: another process is refused while it is held",
               lock_acquire(b, ITEM, 100, &later, NULL, &err) == LOCK_TIMEOUT);
-    lock_sleep_ms(1200);
+    clock_sleep_ms(1200);
     test_cond("v9: the watchdog keeps the lease past its TTL", key_exists(c) && !lock_grant_is_lost(a, &g));
     test_cond("v9: release", lock_release(a, &g, NULL, NULL, &err) == LOCK_OK && !key_exists(c));
     test_cond("v9: the next grant, in another process, has a greater token",
@@ -824,16 +829,16 @@ static void test_riders(void)
         struct lock_client *lc = client(versions[i], 5000, "test-a");
         struct rd_batch read = { 0 }, write = { 0 };
         struct lock_grant g;
-        struct lock_error err;
+        struct error err;
 
         key_del(c);
         freeReplyObject(redisCommand(c, "SET rider:{test} 41"));
-        rd_batch_add(&read, &err, "GET rider:{test}");
+        rd_batch_add(&read, &(struct rd_error){ 0 }, "GET rider:{test}");
         int st = lock_acquire(lc, ITEM, 1000, &g, &read, &err);
         snprintf(d, sizeof(d), "%s: the read riding with acquire comes back with the grant", versions[i]);
         test_cond(d, st == LOCK_OK && read.reply[0] && read.reply[0]->type == RD_STRING &&
                      strcmp(read.reply[0]->str, "41") == 0);
-        rd_batch_add(&write, &err, "INCR rider:{test}");
+        rd_batch_add(&write, &(struct rd_error){ 0 }, "INCR rider:{test}");
         st = lock_release(lc, &g, &write, NULL, &err);
         snprintf(d, sizeof(d), "%s: the write riding with release is applied, the lock given back", versions[i]);
         test_cond(d, st == LOCK_OK && write.reply[0] && write.reply[0]->type == RD_INTEGER &&
@@ -886,7 +891,7 @@ static struct lock_client *redlock_client(int up, int down, long ttl_ms, char *m
                                i < up ? master_ports[i] : dead_port());
     struct lock_config cfg = { .ttl_ms = ttl_ms, .retry_ms = 5, .instance_id = "test-a",
                                .lock_masters = masters };
-    struct lock_error err;
+    struct error err;
     struct lock_client *lc = client_try("v10", redis_port, cfg, &err);
     if (lc == NULL) {
         fprintf(stderr, "lock_client_create v10: %s\n", err.msg);
@@ -923,10 +928,10 @@ static void test_redlock(void)
         int up = votes[v].up, n = up + votes[v].down;
         struct lock_client *lc = redlock_client(up, votes[v].down, 2000, masters, sizeof(masters));
         struct lock_grant g;
-        struct lock_error err;
-        long long t0 = lock_now_ms();
+        struct error err;
+        long long t0 = clock_now_ms();
         int st = lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
-        long long took = lock_now_ms() - t0;
+        long long took = clock_now_ms() - t0;
 
         if (votes[v].granted) {
             snprintf(d, sizeof(d), "v10: %d of %d masters up, quorum %d: granted, held on the %d up",
@@ -935,7 +940,7 @@ static void test_redlock(void)
             snprintf(d, sizeof(d), "v10: %d of %d up: validity at most TTL - drift (%lld ms)", up, n,
                      g.valid_until_ms - g.acquired_ms);
             test_cond(d, st == LOCK_OK && g.valid_until_ms - g.acquired_ms <= 2000 - 2000 / 100 - 2 &&
-                         g.valid_until_ms > lock_now_ms());
+                         g.valid_until_ms > clock_now_ms());
             snprintf(d, sizeof(d), "v10: %d of %d up: released on every master up", up, n);
             test_cond(d, lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK && held_on(m, up) == 0);
         } else {
@@ -951,9 +956,9 @@ static void test_redlock(void)
     /* Renewal by quorum: two of three masters keep a 300 ms lease for a second. */
     struct lock_client *lc = redlock_client(2, 1, 300, masters, sizeof(masters));
     struct lock_grant g;
-    struct lock_error err;
+    struct error err;
     test_cond("v10: 2 of 3 up: acquire with a 300 ms lease", lock_acquire(lc, ITEM, 1000, &g, NULL, &err) == LOCK_OK);
-    lock_sleep_ms(1000);
+    clock_sleep_ms(1000);
     test_cond("v10: renewed by a quorum (2 of 3) past three leases: not lost, held on both",
               !lock_grant_is_lost(lc, &g) && held_on(m, 2) == 2);
     test_cond("v10: release", lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK && held_on(m, 2) == 0);
@@ -964,7 +969,7 @@ static void test_redlock(void)
     test_cond("v10: 3 of 3: acquire with a 300 ms lease", lock_acquire(lc, ITEM, 1000, &g, NULL, &err) == LOCK_OK);
     freeReplyObject(redisCommand(m[1], "DEL %s", KEY));
     freeReplyObject(redisCommand(m[2], "DEL %s", KEY));
-    lock_sleep_ms(250);
+    clock_sleep_ms(250);
     test_cond("v10: two masters forgot the key: the next renewal reports the lease lost",
               lock_grant_is_lost(lc, &g));
     test_cond("v10: its release (one of three held it) reports the lease expired, deletes it there",
@@ -981,12 +986,12 @@ static void test_redlock(void)
     test_cond("v10: acquire with a 1 s lease", lock_acquire(lc, ITEM, 1000, &g, NULL, &err) == LOCK_OK);
     freeReplyObject(redisCommand(m[1], "CLIENT PAUSE 1500 ALL"));
     freeReplyObject(redisCommand(m[2], "CLIENT PAUSE 1500 ALL"));
-    long long t0 = lock_now_ms();
+    long long t0 = clock_now_ms();
     int st = lock_release(lc, &g, NULL, NULL, &err);
-    long long took = lock_now_ms() - t0;
+    long long took = clock_now_ms() - t0;
     snprintf(d, sizeof(d), "v10: two masters stalled 1.5 s: the release reaches one, reports an error in %lld ms", took);
     test_cond(d, st == LOCK_ERROR && took < 1000 && cmd_int(m[0], "EXISTS %s", KEY) == 0);
-    lock_sleep_ms(1600);   /* the stall ends; whatever the stalled masters kept has expired */
+    clock_sleep_ms(1600);   /* the stall ends; whatever the stalled masters kept has expired */
     test_cond("v10: after the stall and the lease, the lock is free again",
               lock_acquire(lc, ITEM, 1000, &g, NULL, &err) == LOCK_OK &&
                   lock_release(lc, &g, NULL, NULL, &err) == LOCK_OK && held_on(m, 3) == 0);

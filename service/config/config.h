@@ -1,0 +1,54 @@
+/* config.h - The instance's configuration, from its flags, and what start-up makes of it.
+ * Set once by main() before any other thread starts; read-only afterwards. */
+#ifndef SERVICE_CONFIG_H
+#define SERVICE_CONFIG_H
+
+#include <stdio.h>
+
+#include "lock/lock.h"
+
+struct service_config {
+    char bind[64];
+    int port;
+    char redis_host[256];
+    int redis_port;
+    const char *lock_name;       /* --lock, as given: a version, an alias, or "atomic" */
+    const struct lock_ops *ops;  /* the lock (main, from lock_name); NULL for the atomic sale */
+    const char *version;         /* the name answers and metrics show ("v8", "atomic") */
+    enum lock_wait wait;         /* as asked (LOCK_WAIT_DEFAULT: the version's) */
+    int combine;                 /* sales served under one grant, at most (1: off) */
+    int workers;                 /* --combine: worker threads, at most */
+    const char *lock_masters;    /* redlock's masters, "HOST:PORT,..." (argv; NULL: none) */
+    const char *sentinels;       /* --sentinel: ask these where the master is (NULL: none) */
+    const char *cluster;         /* --redis-cluster: these seed nodes (NULL: no cluster) */
+    const char *sentinel_master; /* its name, as the sentinels know it */
+    const char *sentinel_user;   /* from SENTINEL_USER (NULL: the default user) */
+    char sentinel_password[513]; /* from --sentinel-password-file or SENTINEL_PASSWORD */
+    char redis_label[256];       /* "HOST:PORT" or "sentinel master NAME", for logs */
+    int replicas;                /* WAIT for this many replicas before a grant or a
+                                    sale's write counts */
+    const char *redis_user;      /* from REDIS_USER (NULL: the default user) */
+    char redis_password[513];    /* from --redis-password-file or REDIS_PASSWORD; "" none */
+    long ttl_ms, wait_ms, retry_ms;
+    long idem_ttl_ms;            /* how long an idempotency key's first answer is kept */
+    int faults;                  /* teaching faults and the mutual-exclusion probe allowed */
+    int max_conns;
+    int max_streams;             /* /events streams at once */
+    int no_events;               /* --no-events: nothing published for the live page */
+    char name[64];               /* instance name, shown in answers and the ledger */
+    char instance_id[33];        /* random hex, prefix of every lock owner id */
+};
+extern struct service_config svc;
+
+/* What start-up made (main.c), shared by every thread: */
+extern struct lock_client *svc_lock;       /* the lock; NULL for the atomic sale */
+extern struct store *svc_store;            /* where the stock lives (service/store/store.h) */
+extern const struct engine *svc_engine;    /* how sales are served (service/sale/engine.h) */
+
+/* Fills svc from argv, or prints why not (or --help, where versions prints the versions
+ * the instance can run, or --list-versions, tab-separated) and exits. */
+void config_parse(int argc, char **argv, void (*versions)(FILE *out, int tsv));
+/* Prints "inventory-service: " and the reason, and exits with status 2 (a bad flag). */
+void config_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+#endif

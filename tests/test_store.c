@@ -1,0 +1,242 @@
+/* test_store.c - The store seam (service/store/store.h) against a real store, through its
+ * table only, as an engine uses it: the stock set and read, a locked sale's grant and its
+ * write with the release or alone, the ledger found by request id, the idempotency
+ * record, the fence (a stale token's write refused), the atomic sale, the probe, the live
+ * page's channel, and a store that cannot be reached. What the engine decides (how many
+ * a batch sells) is done here by hand, as sale.c does it.
+ * Usage: test_store REDIS_PORT DOWN_PORT   (DOWN_PORT: a port nothing listens on) */
+#include "service/store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/config/config.h"
+#include "tests/test.h"
+
+/* The outcomes of sale.c's mark_sold: k of n sold from stock under g. */
+static void decide(struct store_batch *b, struct sale_request **rqs, int n, long long k)
+{
+    for (int i = 0; i < n; i++) {
+        memset(&rqs[i]->out, 0, sizeof(rqs[i]->out));
+        rqs[i]->out.result = i < k ? SALE_OK : SALE_SOLD_OUT;
+        rqs[i]->out.remaining = i < k ? b->stock - 1 - i : 0;
+        rqs[i]->out.token = b->g->token;
+    }
+    b->rqs = rqs, b->n = n, b->k = k, b->write = k > 0 || rqs[0]->idem_key;
+}
+
+/* item's stock and sold, as GET /inventory reads them; -1 each when not read. */
+static void stock_of(struct store *s, const char *item, long long *stock, long long *sold)
+{
+    char msg[160];
+
+    *stock = *sold = -1;
+    if (s->ops->read(s, item, stock, sold, msg, sizeof(msg)) != SALE_OK)
+        *stock = *sold = -1;
+}
+
+static struct lock_client *lock_on(struct store *s, const char *version)
+{
+    struct lock_config cfg = { .redis = s->redis, .ttl_ms = 5000, .instance_id = "test-store" };
+    struct error err;
+    struct lock_client *lc = lock_client_create(lock_find(version), &cfg, &err);
+
+    if (lc == NULL) {
+        fprintf(stderr, "test_store: lock %s: %s\n", version, err.msg);
+        exit(2);
+    }
+    return lc;
+}
+
+static void test_stock_and_ledger(struct store *s)
+{
+    struct error err;
+    long long stock, sold, entries = -1;
+
+    test_cond("the store names itself and what it answers when unreachable",
+              strcmp(s->ops->name, "redis") == 0 && strcmp(s->ops->unavailable, "redis_unavailable") == 0);
+    test_cond("it answers", s->ops->ping(s));
+    test_cond("set_stock sets an item", s->ops->set_stock(s, "st1", 5, &err) == 0);
+    stock_of(s, "st1", &stock, &sold);
+    test_cond("read: the stock set, nothing sold", stock == 5 && sold == 0);
+    test_cond("the ledger starts empty",
+              s->ops->ledger(s, "st1", NULL, &entries, NULL, &err) == 0 && entries == 0);
+    test_cond("an item never set reads as unknown",
+              s->ops->read(s, "never-set", &stock, &sold, (char[160]){ 0 }, 160) == SALE_UNKNOWN_ITEM);
+}
+
+/* A grant, two sales written with the release; then one sold alone (the grant kept) and
+ * the release with nothing to write. */
+static void test_locked_sale(struct store *s, struct lock_client *lc)
+{
+    struct sale_request r[3] = { { .item = "st1", .request_id = "r1" },
+                                 { .item = "st1", .request_id = "r2" },
+                                 { .item = "st1", .request_id = "r3" } };
+    struct sale_request *rqs[3] = { &r[0], &r[1], &r[2] };
+    struct lock_grant g;
+    struct store_read read = { 0 };
+    struct error err;
+    long long stock, sold, entries = -1;
+    int released = -1, found = -1, st;
+
+    st = s->ops->grant(s, lc, "st1", 1000, &g, &read, &err);
+    test_cond("grant: the lock, and the stock read with it",
+              st == LOCK_OK && read.asked && read.result == SALE_OK && read.stock == 5);
+    struct store_batch b = { .g = &g, .stock = read.stock, .batch = 1 };
+    decide(&b, rqs, 2, 2);
+    test_cond("sell with the release: written, and the grant given back",
+              s->ops->sell(s, lc, &b, 1, &released) == STORE_RELEASED && released == LOCK_OK &&
+              r[0].out.result == SALE_OK && r[1].out.result == SALE_OK && r[1].out.remaining == 3);
+    stock_of(s, "st1", &stock, &sold);
+    test_cond("stock and sold moved together", stock == 3 && sold == 2);
+    test_cond("the ledger holds both, found by request id",
+              s->ops->ledger(s, "st1", "r2", &entries, &found, &err) == 0 && entries == 2 && found == 1);
+    test_cond("and not a request it never sold",
+              s->ops->ledger(s, "st1", "r9", &entries, &found, &err) == 0 && found == 0);
+
+    st = s->ops->grant(s, lc, "st1", 1000, &g, &read, &err);
+    b = (struct store_batch){ .g = &g, .stock = read.stock, .batch = 1 };
+    decide(&b, rqs + 2, 1, 1);
+    test_cond("sell alone: written, the grant kept, the stock it left known",
+              st == LOCK_OK && s->ops->sell(s, lc, &b, 0, &released) == STORE_KEPT &&
+              r[2].out.result == SALE_OK && b.stock == 2);
+    b.batch = 2;
+    decide(&b, rqs, 1, 0);
+    b.write = 0;
+    test_cond("the last batch, nothing to write: released",
+              s->ops->sell(s, lc, &b, 1, &released) == STORE_RELEASED && released == LOCK_OK);
+    stock_of(s, "st1", &stock, &sold);
+    test_cond("three sold in all", stock == 2 && sold == 3);
+}
+
+/* A stale grant's write is refused by the store's fence (v9: the token is checked where
+ * the stock is written): the grant that came after it wrote first. */
+static void test_fence(struct store *s, struct lock_client *lc)
+{
+    struct sale_request r = { .item = "st2", .request_id = "f1" };
+    struct sale_request *rq = &r;
+    struct lock_grant old, now;
+    struct store_read read;
+    struct error err;
+    long long stock, sold;
+    int released;
+
+    s->ops->set_stock(s, "st2", 10, &err);
+    s->ops->grant(s, lc, "st2", 1000, &old, &read, &err);
+    lock_release(lc, &old, NULL, NULL, &err);   /* as if its lease had run out */
+    s->ops->grant(s, lc, "st2", 1000, &now, &read, &err);
+    struct store_batch b = { .g = &now, .stock = read.stock, .batch = 1 };
+    decide(&b, &rq, 1, 1);
+    test_cond("the newer grant (token 2) writes",
+              now.token > old.token && s->ops->sell(s, lc, &b, 1, &released) == STORE_RELEASED &&
+              r.out.result == SALE_OK);
+    b = (struct store_batch){ .g = &old, .stock = 10, .batch = 1 };
+    decide(&b, &rq, 1, 1);
+    test_cond("the stale grant's write is refused: lease_lost, nothing written",
+              s->ops->sell(s, lc, &b, 0, &released) == STORE_FAILED && r.out.result == SALE_LEASE_LOST);
+    stock_of(s, "st2", &stock, &sold);
+    test_cond("one sold, not two", stock == 9 && sold == 1);
+}
+
+static void test_keys_and_atomic(struct store *s)
+{
+    struct sale_request k1 = { .item = "st1", .idem_key = "k-1", .request_id = "a0" };
+    struct sale_request k2 = { .item = "st3", .idem_key = "k-1", .request_id = "a9" };
+    struct sale_request r[3] = { { .item = "st1", .request_id = "a1" },
+                                 { .item = "st1", .request_id = "a2" },
+                                 { .item = "st1", .request_id = "a3" } };
+    struct store_group one = { .rqs = { &k1 }, .n = 1 }, three = { .rqs = { &r[0], &r[1], &r[2] }, .n = 3 };
+    struct store_group *groups[] = { &one, &three };
+    long long stock, sold;
+
+    test_cond("a new idempotency key binds to its item", s->ops->bind_key(s, &k1) == 0);
+    test_cond("the same key for another item is refused: key_reused",
+              s->ops->bind_key(s, &k2) != 0 && k2.out.result == SALE_KEY_REUSED);
+    s->ops->sell_atomic(s, groups, 2);
+    test_cond("atomic: the keyed sale sold (2 left, 1 for it)",
+              k1.out.result == SALE_OK && k1.out.remaining == 1);
+    test_cond("atomic: of three more, the last unit sold and two sold out",
+              r[0].out.result == SALE_OK && r[1].out.result == SALE_SOLD_OUT &&
+              r[2].out.result == SALE_SOLD_OUT);
+    memset(&k1.out, 0, sizeof(k1.out));
+    s->ops->sell_atomic(s, groups, 1);
+    test_cond("the keyed sale again: its first answer replayed, nothing sold",
+              k1.out.result == SALE_OK && k1.out.replayed && k1.out.remaining == 1);
+    stock_of(s, "st1", &stock, &sold);
+    test_cond("sold out: stock 0, sold 5 of 5", stock == 0 && sold == 5);
+}
+
+static void test_probe_and_channel(struct store *s)
+{
+    struct error err;
+    struct store_message m = { .item = "st1", .text = "{\"hello\":1}" };
+    long long heard = -1;
+    char *text = NULL;
+    struct store_sub *sub;
+
+    test_cond("probe: the first inside is no overlap", s->ops->probe_enter(s, "st1", "p1") == 0);
+    test_cond("probe: a second inside at once is", s->ops->probe_enter(s, "st1", "p2") == 1);
+    sub = s->ops->subscribe(s, "st1", &err);
+    test_cond("subscribe: confirmed",
+              sub && s->ops->sub_read(sub, 1000, &text) == STORE_HEARD_SUBSCRIBED);
+    s->ops->publish(s, &m, 1, &heard);
+    test_cond("publish: heard by the one subscriber", heard == 1);
+    test_cond("the subscriber reads the message as sent",
+              sub && s->ops->sub_read(sub, 1000, &text) == STORE_HEARD_MESSAGE && text &&
+              strcmp(text, m.text) == 0);
+    free(text);
+    test_cond("quiet, the store answers the heartbeat",
+              sub && s->ops->sub_read(sub, 100, &text) == STORE_HEARD_QUIET);
+    if (sub)
+        s->ops->sub_close(sub);
+}
+
+static void test_down(int down_port)
+{
+    struct error err = { 0 };
+    long long stock, sold;
+    char msg[160];
+    struct store *s;
+
+    svc.redis_port = down_port;
+    snprintf(svc.redis_label, sizeof(svc.redis_label), "127.0.0.1:%d", down_port);
+    s = store_open(&svc, &err);
+    test_cond("a store that is down opens (it connects lazily)", s != NULL);
+    if (s == NULL)
+        return;
+    test_cond("and does not answer", !s->ops->ping(s));
+    test_cond("a read says the store is down",
+              s->ops->read(s, "st1", &stock, &sold, msg, sizeof(msg)) == SALE_STORE_DOWN);
+    store_close(s);
+}
+
+int main(int argc, char **argv)
+{
+    struct error err = { 0 };
+    struct lock_client *v8, *v9;
+
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_store REDIS_PORT DOWN_PORT\n");
+        return 2;
+    }
+    snprintf(svc.name, sizeof(svc.name), "test-store");
+    svc.redis_port = atoi(argv[1]);
+    snprintf(svc.redis_label, sizeof(svc.redis_label), "127.0.0.1:%d", svc.redis_port);
+    if ((svc_store = store_open(&svc, &err)) == NULL) {
+        fprintf(stderr, "test_store: %s\n", err.msg);
+        return 2;
+    }
+    v8 = lock_on(svc_store, "v8");
+    v9 = lock_on(svc_store, "v9");
+    test_stock_and_ledger(svc_store);
+    test_locked_sale(svc_store, v8);
+    test_fence(svc_store, v9);
+    test_keys_and_atomic(svc_store);
+    test_probe_and_channel(svc_store);
+    lock_client_destroy(v9);
+    lock_client_destroy(v8);
+    store_close(svc_store);
+    test_down(atoi(argv[2]));
+    return test_report();
+}
