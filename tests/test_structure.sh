@@ -3,7 +3,9 @@
 # (redis/) includes hiredis; no two files call each other in a loop (common/, redis/,
 # lock/, service/ and loadtest/); no function longer than 70 lines or with a complexity of
 # 20 (pmccabe); the sale scripts' KEYS and ARGV named once (in the Lua) and every name
-# filled by the C side; no decision on an error message's text (no strstr).
+# filled by the C side; no decision on an error message's text (no strstr); a grant's and
+# a request's walk through the call graph; the README a short front door whose links and
+# folder map name files that exist.
 # Needs a build (make) for the call graph.
 set -u
 cd "$(dirname "$0")/.."
@@ -224,5 +226,52 @@ done
 route=$(walk sale_serve sale_request)
 set -- $(echo "$route" | tail -1)
 check "a request's walk from sale_serve enters the faults' file too (the check sees the sale)" test "${3:-0}" -ge 2
+
+# --- the README: a front door, and its folder map true ---
+# The README stays short and speaks of this repository only: the long tables and the
+# measured history live in docs/. Every link and every path its folder map names must
+# exist, so a file that moves fails this until the map follows it. The map is the
+# section headed "Layout" or "... folders".
+readme=README.md
+check "README.md is at most 15,360 bytes" test "$(wc -c < "$readme")" -le 15360
+check "README.md is at most 200 lines" test "$(wc -l < "$readme")" -le 200
+check_eq "README.md: no line over 120 characters outside code blocks (line numbers)" "" \
+    "$(awk '/^ *```/ { code = !code; next } !code && length > 120 { printf "%s%d", sep, NR; sep = " " }' "$readme")"
+check_eq "README.md: no issue numbers (issue N)" "" "$(grep -noiE 'issue [0-9]+' "$readme" | tr '\n' ' ')"
+check_eq "README.md: no \"this session\" or \"session's\"" "" "$(grep -noiE "this session|session's" "$readme" | tr '\n' ' ')"
+check_eq "README.md: no path to ../shared (outside the repository)" "" "$(grep -noF '../shared' "$readme" | tr '\n' ' ')"
+check_eq "README.md: every link is relative to a file of the repository (no ](/, ](http, ](..)" "" \
+    "$(grep -noE '\]\((/|https?:|\.\./)[^)]*\)' "$readme" | tr '\n' ' ')"
+links=$(grep -oE '\]\([^)[:space:]]+\)' "$readme" | sed -E 's/^\]\(//; s/\)$//; s/#.*//' | grep -vE '^$|^[a-z]+:' | sort -u)
+absent=""
+for l in $links; do test -e "$l" || absent="$absent $l"; done
+check_eq "README.md: every relative link's target exists (anchor stripped)" "" "${absent# }"
+for d in docs/evolution.md docs/operations.md docs/performance.md docs/models.md; do
+    check "README.md links to $d" grep -qF "]($d" "$readme"
+done
+map=$(awk '/^## / { in_map = ($0 ~ /Layout|[Ff]olders/); next } in_map' "$readme")
+check "README.md has a folder map (a section headed Layout or ... folders)" test -n "$map"
+map_paths=$(echo "$map" | grep -oE '[A-Za-z0-9_.-]*(/[A-Za-z0-9_.-]*)+|[A-Za-z0-9_-]+\.(c|h|sh|lua)\b' |
+    sed -E 's/\.+$//' | sort -u)   # a sentence's full stop is not part of the path
+check "the folder map names paths (the check reads the right section)" test -n "$map_paths"
+absent=""
+for f in $map_paths; do
+    case $f in /* | *..*) absent="$absent $f(outside)"; continue ;; esac
+    test -e "$f" || absent="$absent $f"
+done
+check_eq "README.md's folder map: every path it names exists" "" "${absent# }"
+c_files=$(find . \( -path ./build -o -path ./.git -o -path ./tests \) -prune -o -name '*.c' -print | sed 's|^\./||')
+versions=$(echo "$c_files" | grep -E '(^|/)v[0-9]+_[a-z0-9_]+\.c$' | sort)
+check "the check finds the ten version files (v1_mutex.c ... v10_redlock.c)" test "$(echo "$versions" | wc -w)" -ge 10
+sale=$(grep -lE '^[a-z].*[ *]sale_serve\(' $c_files)
+check "the check finds the sale's file (where sale_serve is defined)" test -n "$sale"
+locators=$(grep -lE 'const struct rd_locator rd_[a-z_]+_locator = ' $c_files | sort)
+check "the check finds the locators (the files that choose a key's server)" test -n "$locators"
+unnamed=""
+for f in $versions; do echo "$map_paths" | grep -qxF "$f" || unnamed="$unnamed $f"; done
+check_eq "README.md's folder map names every version's file" "" "${unnamed# }"
+unnamed=""
+for f in $sale $locators; do echo "$map_paths" | grep -qxF "$f" || unnamed="$unnamed $f"; done
+check_eq "README.md's folder map names the sale and the locators (where a key's server is chosen)" "" "${unnamed# }"
 
 t_report
