@@ -100,7 +100,8 @@ build/evolution-report: build/loadtest/report.o build/loadtest/report_moment.o
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 # The load client that records a sale history (loadtest/load.c says why wrk cannot).
-build/sale-load: build/loadtest/load.o $(COMMON_OBJ)
+LOAD_OBJ := $(patsubst %,build/loadtest/%.o,load load_conn answer load_opts load_target load_record load_hist)
+build/sale-load: $(LOAD_OBJ) $(COMMON_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS) -lm
 
 # The preload the clock-jump scenarios put before libfaketime (loadtest/clockstep.c says
