@@ -1,6 +1,8 @@
 /* load_opts.c - sale-load's command line: options and usage, the URL and the network rule
- * for its host, the item lists. */
+ * for its host, the item lists (by the rule the service applies, common/item.h). */
 #include "loadtest/load_opts.h"
+
+#include "common/item.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -12,7 +14,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-enum { LOAD_ITEM_MAX = 128 };       /* characters of one --items name */
+#define STR(x)  #x
+#define XSTR(x) STR(x)
 
 /* usage: the --help text, on f. */
 static void usage(FILE *f)
@@ -134,15 +137,6 @@ static const char *url_parse(struct load_opts *o)
     return NULL;
 }
 
-/* item_is_valid: 1 when s needs no escaping in a query: 1..128 of A-Z a-z 0-9 _ . - */
-static int item_is_valid(const char *s)
-{
-    size_t n = strlen(s);
-
-    return n >= 1 && n <= LOAD_ITEM_MAX &&
-           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
-}
-
 /* items_parse: cuts o->items_arg at its commas into o->items. Returns NULL or why not. */
 static const char *items_parse(struct load_opts *o)
 {
@@ -153,7 +147,8 @@ static const char *items_parse(struct load_opts *o)
         if (comma)
             *comma = '\0';
         if (!item_is_valid(s))
-            return "--items: each item is 1 to 128 characters of A-Z a-z 0-9 _ . -";
+            return "--items: each item is 1 to " XSTR(ITEM_MAX)
+                   " characters of A-Z a-z 0-9 _ . -";
         if (o->n_items == LOAD_MAX_ITEMS)
             return "--items: at most 100000 items";
         o->items[o->n_items++] = s;
