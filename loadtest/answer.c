@@ -135,17 +135,17 @@ static size_t trailer_end(const char *p, size_t len, size_t i)
 }
 
 /* chunk_size: reads the hex size of the chunk at offset *i of p (len bytes) into *size,
- * *i past its digits. Returns the number of digits, or -1 when the size grows past
- * ANSWER_MAX before its last digit. */
+ * *i past its digits. Returns the number of digits, or -1 when the size is over
+ * ANSWER_MAX. */
 static long chunk_size(const char *p, size_t len, size_t *i, size_t *size)
 {
     long digits = 0;
 
     for (*size = 0; *i < len && isxdigit((unsigned char)p[*i]); (*i)++, digits++) {
-        if (*size > ANSWER_MAX)
-            return -1;
         *size = *size * 16 + (size_t)(isdigit((unsigned char)p[*i]) ? p[*i] - '0'
                                                                     : (p[*i] | 0x20) - 'a' + 10);
+        if (*size > ANSWER_MAX)
+            return -1;
     }
     return digits;
 }

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-/* Bytes of one answer, at most: a larger Content-Length is an error. */
+/* Bytes of one answer, at most: a larger Content-Length or chunk is an error. */
 #define ANSWER_MAX (1 << 20)
 
 /* How an answer's body ends. */
