@@ -1,6 +1,6 @@
 /* answer.h - The load client's HTTP/1.x answer parser: status line, headers, a body by
  * Content-Length, chunks or the close. Pure functions on a buffer: no socket, no
- * allocation. */
+ * allocation (fuzzed by tests/fuzz_answer.c). */
 #ifndef LOADTEST_ANSWER_H
 #define LOADTEST_ANSWER_H
 
