@@ -6,7 +6,8 @@
 #                         (LIVE=1: watch it on the live page, http://127.0.0.1:8090/live;
 #                         LIVE=check: and measure that page, open in headless Chromium)
 #   make bench            install what is missing, build, run loadtest/bench (speed, side by side)
-#   make fuzz             fuzz the service's parsers with libFuzzer (clang) for FUZZ_SECONDS (300)
+#   make fuzz             fuzz the service's parsers and the load client's answer parser with
+#                         libFuzzer (clang), each for FUZZ_SECONDS (300)
 #   make model            install what is missing, model-check v3 to v10 with SPIN (model/check)
 #   make install          copy the binary to $(DESTDIR)$(PREFIX)/bin
 #   SANITIZER=address,undefined | thread   checked builds (work with make test)
@@ -98,15 +99,23 @@ build/fuzz_parse: tests/fuzz_parse.c service/parse.c common/item.c $(HEADERS)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -I. -Ibuild \
 	    $(PKG_CFLAGS) -o $@ tests/fuzz_parse.c service/parse.c common/item.c
 
-fuzz: deps build/fuzz_parse
-	@mkdir -p build/fuzz_corpus
+# The load client's answer parser, loadtest/answer.c, the same way (a UB report stops it).
+build/fuzz_answer: tests/fuzz_answer.c loadtest/answer.c $(HEADERS)
+	@mkdir -p build
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 \
+	    -D_GNU_SOURCE -I. -o $@ tests/fuzz_answer.c loadtest/answer.c
+
+fuzz: deps build/fuzz_parse build/fuzz_answer
+	@mkdir -p build/fuzz_corpus build/fuzz_corpus_answer
 	build/fuzz_parse -max_total_time=$(FUZZ_SECONDS) build/fuzz_corpus tests/fuzz_corpus
+	build/fuzz_answer -max_total_time=$(FUZZ_SECONDS) build/fuzz_corpus_answer tests/fuzz_corpus_answer
 
 build/evolution-report: build/loadtest/report.o build/loadtest/report_moment.o
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 # The load client that records a sale history (loadtest/load.c says why wrk cannot).
-build/sale-load: build/loadtest/load.o $(COMMON_OBJ)
+LOAD_OBJ := $(patsubst %,build/loadtest/%.o,load load_conn answer load_opts load_target load_record load_hist)
+build/sale-load: $(LOAD_OBJ) $(COMMON_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS) -lm
 
 # The preload the clock-jump scenarios put before libfaketime (loadtest/clockstep.c says

@@ -227,6 +227,13 @@ else
 fi
 check_eq "a host by name (localhost): exit 2" 2 \
     "$("$LOAD" --url http://localhost:8080/ -c 1 -d 1 >/dev/null 2>&1; echo $?)"
+# The item rule is the service's (common/item.h): 1 to ITEM_MAX (64) characters.
+long_item() { printf "i%.0s" $(seq "$1"); }
+check_eq "--items: an item of 64 characters (the service's limit): runs (exit 0)" 0 \
+    "$("$LOAD" --url "$URL_A" -c 1 -d 0.1 --items "$(long_item 64)" >/dev/null 2>&1; echo $?)"
+check_eq "--items: an item of 65 characters: exit 2" 2 \
+    "$("$LOAD" --url "$URL_A" -c 1 -d 0.1 --items "a,$(long_item 65)" >/dev/null 2>"$T_TMP/err"; echo $?)"
+check "  says why: 1 to 64 characters" grep -q -- '--items: each item is 1 to 64 characters' "$T_TMP/err"
 check_eq "-c 0: exit 2" 2 "$("$LOAD" --url "$URL_A" -c 0 -d 1 >/dev/null 2>"$T_TMP/err"; echo $?)"
 check "-c 0: says why" grep -q -- '-c must be a whole number of connections in 1..1024' "$T_TMP/err"
 check_eq "-c 1025: exit 2" 2 "$("$LOAD" --url "$URL_A" -c 1025 -d 1 >/dev/null 2>&1; echo $?)"

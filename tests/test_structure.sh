@@ -74,7 +74,7 @@ if command -v pmccabe >/dev/null; then
     check "pmccabe sees the sale (the check looks at the right files)" \
         sh -c "pmccabe service/sale/sale.c | grep -q sale_serve"
     check "pmccabe sees the load client (loadtest/*.c is checked too)" \
-        sh -c "pmccabe loadtest/load.c | grep -q answer_parse"
+        sh -c "pmccabe loadtest/answer.c | grep -q answer_parse"
 else
     echo "skip   pmccabe is not installed (make deps installs it)"
     check "pmccabe is installed" false
