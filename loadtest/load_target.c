@@ -9,10 +9,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LOAD_DEFAULT_ITEM "inventory001" /* the service's item when the URL names none */
+#include "common/item.h"
+
+
 
 /* query_item: returns the value of the first item= parameter of query (after '?'), or
- * LOAD_DEFAULT_ITEM when there is none, as a copy the caller frees; NULL when out of
+ * ITEM_DEFAULT (common/item.h) when there is none, as a copy the caller frees; NULL when out of
  * memory. */
 static char *query_item(const char *query)
 {
@@ -24,7 +26,7 @@ static char *query_item(const char *query)
             return strndup(p + 5, len - 5);
         p = p[len] ? p + len + 1 : NULL;
     }
-    return strdup(LOAD_DEFAULT_ITEM);
+    return strdup(ITEM_DEFAULT);
 }
 
 /* query_without_item: query (after '?') without its item= parameters, in out (size n,
