@@ -11,11 +11,9 @@
 
 #include "common/item.h"
 
-
-
 /* query_item: returns the value of the first item= parameter of query (after '?'), or
- * ITEM_DEFAULT (common/item.h) when there is none, as a copy the caller frees; NULL when out of
- * memory. */
+ * ITEM_DEFAULT (common/item.h) when there is none, as a copy the caller frees; NULL when
+ * out of memory. */
 static char *query_item(const char *query)
 {
     const char *p = query;
