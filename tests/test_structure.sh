@@ -116,98 +116,102 @@ for f in $(for d in common redis lock service service/*; do ls "$d"/*.c; done); 
 done
 check "the objects for the walks build (-O0 -g)" test "$o0_ok" = 1
 cat > "$T_TMP/walk.py" <<'PY'
-#!/usr/bin/env python3
+# walk.py OBJDIR ENTRY TYPE FOLDER...: the walk of a TYPE value from function ENTRY.
 import glob, os, re, subprocess, sys
 objdir, entry, typename, folders = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-funcs = {}
-takes = set()
-objlocal = {}
-holders_unresolved = set()
-def dwarf(o):
+calls = {}    # (file, function) -> the names it calls, in the order written
+takes = set() # (file, function) that takes the value: a parameter of type TYPE (or a
+              # pointer to it), or of a struct with such a member (a holder)
+
+def dies_of(o):
+    """Every DWARF entry of object o by offset: tag, name, type, children."""
     out = subprocess.run(['objdump', '--dwarf=info', o], capture_output=True, text=True).stdout
-    dies, order = {}, []
-    cur = None; stack = []
+    dies, stack, cur = {}, [], None
     for line in out.splitlines():
-        m = re.match(r'\s*<(\d+)><([0-9a-f]+)>: Abbrev Number: (\d+)(?: \((\w+)\))?', line)
+        m = re.match(r'\s*<(\d+)><([0-9a-f]+)>: Abbrev Number: \d+ \((\w+)\)', line)
         if m:
-            depth, off, tag = int(m.group(1)), int(m.group(2), 16), m.group(4)
-            if tag is None: continue
-            cur = {'tag': tag, 'depth': depth, 'off': off, 'children': []}
-            dies[off] = cur
-            while stack and stack[-1]['depth'] >= depth: stack.pop()
-            if stack: stack[-1]['children'].append(cur)
+            depth = int(m.group(1))
+            cur = dies[int(m.group(2), 16)] = {'tag': m.group(3), 'depth': depth, 'children': []}
+            while stack and stack[-1]['depth'] >= depth:
+                stack.pop()
+            if stack:
+                stack[-1]['children'].append(cur)
             stack.append(cur)
             continue
-        m = re.match(r'\s*<[0-9a-f]+>\s+(DW_AT_\w+)\s*:\s*(.*)$', line)
+        m = re.match(r'\s*<[0-9a-f]+>\s+(DW_AT_type|DW_AT_name)\s*:\s*(.*)$', line)
         if m and cur is not None:
-            k, v = m.group(1), m.group(2).strip()
-            if k == 'DW_AT_type':
-                mm = re.search(r'<0x([0-9a-f]+)>', v); cur['type'] = int(mm.group(1), 16) if mm else None
-            elif k == 'DW_AT_name':
-                cur['name'] = v.split(':')[-1].strip() if 'indirect' in v else v
-    def is_target(t, seen=0, depth=0):
-        d = dies.get(t)
-        while d is not None and seen < 10:
-            if d['tag'] == 'DW_TAG_structure_type':
-                if d.get('name') == typename: return True
-                if depth > 0: return False
-                # a holder: a struct with a member that is (or points to) the target
-                for c in d['children']:
-                    if c['tag'] == 'DW_TAG_member' and c.get('type') and is_target(c['type'], 0, depth + 1):
-                        return True
-                if d.get('name') and 'children' in d and not d['children']:
-                    holders_unresolved.add(d.get('name'))
-                return False
-            if d['tag'] in ('DW_TAG_pointer_type', 'DW_TAG_const_type', 'DW_TAG_volatile_type', 'DW_TAG_typedef', 'DW_TAG_array_type'):
-                d = dies.get(d.get('type')); seen += 1; continue
+            if m.group(1) == 'DW_AT_type':
+                t = re.search(r'<0x([0-9a-f]+)>', m.group(2))
+                cur['type'] = int(t.group(1), 16) if t else None
+            else:
+                cur['name'] = m.group(2).split(':')[-1].strip()
+    return dies
+
+def is_value(dies, t, holder=True):
+    """1 when type t is TYPE, a pointer or array of it, or (holder) a struct holding one."""
+    d, hops = dies.get(t), 0
+    while d is not None and hops < 10:
+        if d['tag'] == 'DW_TAG_structure_type':
+            return d.get('name') == typename or (holder and any(
+                c['tag'] == 'DW_TAG_member' and c.get('type') and is_value(dies, c['type'], False)
+                for c in d['children']))
+        if d['tag'] not in ('DW_TAG_pointer_type', 'DW_TAG_const_type', 'DW_TAG_volatile_type',
+                            'DW_TAG_typedef', 'DW_TAG_array_type'):
             return False
-        return False
-    for d in dies.values():
-        if d['tag'] == 'DW_TAG_subprogram' and 'name' in d:
-            for c in d['children']:
-                if c['tag'] == 'DW_TAG_formal_parameter' and c.get('type') and is_target(c['type']):
-                    takes.add(d['name'])
+        d, hops = dies.get(d.get('type')), hops + 1
+    return False
+
+local = {}    # file -> its functions by name (a static one is found in its own file first)
 for f in folders:
     for o in sorted(glob.glob(os.path.join(objdir, f, '*.o'))):
         src = os.path.relpath(o, objdir)[:-2] + '.c'
-        dwarf(o)
-        out = subprocess.run(['objdump', '-d', '-r', '--no-show-raw-insn', o], capture_output=True, text=True).stdout
-        cur = None
-        local = {}
+        dies = dies_of(o)
+        for d in dies.values():
+            if d['tag'] == 'DW_TAG_subprogram' and 'name' in d and any(
+                    c['tag'] == 'DW_TAG_formal_parameter' and c.get('type') and is_value(dies, c['type'])
+                    for c in d['children']):
+                takes.add((src, d['name']))
+        out = subprocess.run(['objdump', '-d', '-r', '--no-show-raw-insn', o],
+                             capture_output=True, text=True).stdout
+        cur, local[src] = None, {}
         for line in out.splitlines():
             m = re.match(r'^[0-9a-f]+ <([^>]+)>:$', line)
-            if m: cur = (src, m.group(1)); funcs.setdefault(cur, (src, [])); local[m.group(1)] = cur; continue
-            if cur is None: continue
-            m = re.search(r'R_X86_64_PLT32\s+([A-Za-z_][A-Za-z0-9_]*)', line)
-            if m: funcs[cur][1].append(m.group(1)); continue
-            m = re.search(r'\tcall\s+[0-9a-f]+ <([A-Za-z_][A-Za-z0-9_.]*)>', line)
-            if m and '+' not in m.group(1): funcs[cur][1].append(m.group(1))
-        objlocal[src] = local
-glob_def = {}
-for (src, name) in funcs:
-    glob_def.setdefault(name, (src, name))
-def resolve(src, name):
-    return objlocal.get(src, {}).get(name) or glob_def.get(name)
+            if m:
+                cur = local[src][m.group(1)] = (src, m.group(1))
+                calls[cur] = []
+            elif cur and (m := re.search(r'R_X86_64_PLT32\s+([A-Za-z_]\w*)', line)):
+                calls[cur].append(m.group(1))
+            elif cur and (m := re.search(r'\tcall\s+[0-9a-f]+ <([A-Za-z_][\w.]*)>', line)):
+                calls[cur].append(m.group(1))
+public = {}
+for key in calls:
+    public.setdefault(key[1], key)
 seq, seen = [], set()
+
 def visit(key):
-    seq.append((funcs[key][0], key[1]))
-    if key in seen: return
+    """Enters key (a stay's part), then, the first time, what it calls with the value."""
+    seq.append(key)
+    if key in seen:
+        return
     seen.add(key)
-    for c in funcs[key][1]:
-        k = resolve(key[0], c)
-        if k and c in takes: visit(k)
-visit(glob_def[entry])
+    for name in calls[key]:
+        callee = local[key[0]].get(name) or public.get(name)
+        if callee in takes:
+            visit(callee)
+
+visit(public[entry])
 stays = []
-for f, fn in seq:
-    if stays and stays[-1][0] == f: stays[-1][1].append(fn)
-    else: stays.append((f, [fn]))
-files, returns = [], 0
-for f, fns in stays:
-    r = f in files
-    returns += r
-    files.append(f)
-    print(('RET ' if r else '    ') + f, ' '.join(fns))
-print(f"{len(stays)} stays; {len(set(files))} files; {returns} returns")
+for src, fn in seq:
+    if stays and stays[-1][0] == src:
+        stays[-1][1].append(fn)
+    else:
+        stays.append((src, [fn]))
+left, returns = [], 0
+for src, fns in stays:
+    print(('RET ' if src in left else '    ') + src, ' '.join(fns))
+    returns += src in left
+    left.append(src)
+print(f"{len(stays)} stays; {len(set(left))} files; {returns} returns")
 PY
 # walk ENTRY TYPE: "<stays> <files> <returns>" and the route, from the unoptimised objects.
 walk() { python3 "$T_TMP/walk.py" "$T_TMP/o0" "$1" "$2" common redis lock service service/config \
