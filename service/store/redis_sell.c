@@ -168,7 +168,7 @@ static int send_alone(struct store *s, struct rd_batch *w, int at, struct rd_bat
 static int send_with_release(struct lock_client *lc, struct rd_batch *w, struct store_batch *b)
 {
     struct error err = { 0 };
-    int st = lock_release(lc, (struct lock_grant *)b->g, w->n ? w : NULL, b->pause, &err);
+    int st = lock_release(lc, b->g, w->n ? w : NULL, b->pause, &err);
 
     if (st == LOCK_EXPIRED || st == LOCK_STOLEN)
         for (int i = 0; i < b->n; i++)

@@ -30,7 +30,7 @@ struct store_sub;
 
 /* One batch of sales under a grant, as the engine hands it to the store. */
 struct store_batch {
-    const struct lock_grant *g;  /* the grant they are sold under: the store fences with
+    struct lock_grant *g;        /* the grant they are sold under: the store fences with
                                     its token where the version fences, and its per-version
                                     pointer (g->priv) is the version's */
     long long stock;             /* the stock as this grant read it (or last wrote it) */
