@@ -1,7 +1,25 @@
-# lib.sh - shell helpers shared by deploy/ and loadtest/. Source it; it defines functions
-# (and DEPLOY_DIR, where it is).
+# lib.sh - shell helpers shared by deploy/, loadtest/ and the tests. Source it; it defines
+# functions (and DEPLOY_DIR, where it is; PROG, the name the sourcing script goes by).
 
 DEPLOY_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# --- a script's messages, usage and checks of its arguments ------------------------------
+# PROG: the script as its messages name it, its folder and its file (deploy/up, loadtest/run).
+case $0 in */*) PROG=${0%/*}; PROG=${PROG##*/}/${0##*/} ;; *) PROG=$0 ;; esac
+# die MESSAGE...: says it on stderr after PROG's name; exit 1.
+die() { echo "$PROG: $*" >&2; exit 1; }
+# bad_usage MESSAGE...: the same, and where the usage is; exit 2.
+bad_usage() { echo "$PROG: $*" >&2; echo "try $PROG --help" >&2; exit 2; }
+# say MESSAGE...: a line on stderr, unless QUIET is 1.
+say() { [ "${QUIET:-0}" = 1 ] || echo "$*" >&2; }
+# usage [STATUS]: the script's usage text (USAGE, which it sets) on stdout; with STATUS,
+# exits with it.
+usage() { printf '%s\n' "$USAGE"; [ -z "${1:-}" ] || exit "$1"; }
+# is_uint S, is_port S: S is a whole number; a port number (1 to 65535).
+is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; *) return 0 ;; esac; }
+is_port() { is_uint "$1" && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; }
+# now_ms: the wall clock in ms.
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # in_net CMD...: CMD here, or in the test host HOSTS_VIA when it is set (deploy/hosts: a
 # stack on test hosts is reached from one of them; this machine has no route to them).
@@ -10,6 +28,8 @@ in_net() {
 }
 # at_host ADDR DEFAULT_HOST: "HOST PORT" of ADDR, a port (on DEFAULT_HOST) or HOST:PORT.
 at_host() { case $1 in *:*) echo "${1%:*} ${1##*:}" ;; *) echo "$2 $1" ;; esac; }
+# local_host ADDR: the address to reach a listener bound to ADDR from this host.
+local_host() { [ "$1" = 0.0.0.0 ] && echo 127.0.0.1 || echo "$1"; }
 
 # free_port [ROOM [SPAN]]: prints a TCP port P such that nobody listens on P..P+SPAN-1
 # (SPAN: 1), nor, with ROOM, on P+ROOM..P+ROOM+SPAN-1 (a cluster node's bus port is its
@@ -181,11 +201,23 @@ cluster_node() {
     return 1
 }
 
+# mark_log LOG: a line in LOG that starts this start's part of it ("--- PROG TIME").
+mark_log() { echo "--- $PROG $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$1"; }
+# fail_with_log WHAT LOG: exits 1, saying WHAT did not start and showing LOG from its last
+# mark_log on (at most 20 lines).
+fail_with_log() {
+    echo "$PROG: $1 did not start; from $2:" >&2
+    awk '/^--- [^ ]+ [0-9-]+T[0-9:]+Z$/ { n = 0; next } { line[n++] = $0 }
+         END { for (i = (n > 20 ? n - 20 : 0); i < n; i++) print "  " line[i] }' "$2" >&2 2>/dev/null || true
+    exit 1
+}
+
 # redis_start PORT BIND FSYNC DIR LOG PIDFILE [ARG...]: starts redis-server in its own
 # session (AOF with appendfsync FSYNC, or no AOF when FSYNC is off; no RDB but one a BGSAVE
 # asks for; data in DIR, output appended to LOG) and
 # writes PIDFILE: the pid, then the patterns deploy/down checks before a kill. Sets
-# REDIS_STARTED_PID. The process title is "redis-server ADDR:PORT". When REDIS_CONF
+# REDIS_STARTED_PID, and adds it to STARTED_PIDS (every server this shell started, for a
+# caller that stops them by pid: the tests). The process title is "redis-server ADDR:PORT". When REDIS_CONF
 # names a file (deploy/up writes one holding the password), it is the server's
 # configuration file: the password never shows in argv. REDIS_LAUNCH (an array, may be
 # unset) goes before the command: a test host's `deploy/hosts run H`, a clock faker; each
@@ -200,6 +232,7 @@ redis_start() {
         "${aof[@]}" --save '' --dir "$dir" \
         --daemonize no "$@" </dev/null >>"$log" 2>&1 &
     REDIS_STARTED_PID=$!
+    STARTED_PIDS="${STARTED_PIDS:-} $REDIS_STARTED_PID"
     printf '%s\nredis-server\n:%s \n' "$REDIS_STARTED_PID" "$port" > "$pidfile"
 }
 
@@ -281,4 +314,68 @@ redis_pings() {
     -s) rcli -s "$2" ping ;;
     *) rcli -p "$1" ping ;;
     esac 2>/dev/null | grep -q PONG
+}
+
+# --- an item's keys -----------------------------------------------------------------------
+# Every key of item I carries the hash tag {I} (one cluster slot): stock:{I}, sold:{I},
+# orders:{I} (the ledger), lock:{I}, fence:{I}, written:{I}, probe:{I} and overlaps:{I}
+# (--faults), events:{I}, idem:{I}:K. Formatted here only; the service's C and Lua agree.
+
+# item_key KIND ITEM...: the key KIND:{ITEM} of each ITEM, one a line.
+item_key() {
+    local kind=$1; shift
+    [ $# -gt 0 ] || return 1
+    printf "${kind//%/%%}:{%s}\n" "$@"
+}
+# item_get [-p PORT | -s SOCKET] KIND ITEM: the value of ITEM's KIND key (a string: stock,
+# sold, fence, overlaps) on the stack's Redis, or on its server on PORT or SOCKET (rcli).
+item_get() {
+    local to=()
+    case $1 in -p|-s) to=("$1" "$2"); shift 2 ;; esac
+    rcli "${to[@]}" get "$(item_key "$1" "$2")"
+}
+# item_set [-p PORT | -s SOCKET] ITEM N: ITEM's stock set to N, nothing else (deploy/stock
+# starts an item afresh); prints Redis's answer.
+item_set() {
+    local to=()
+    case $1 in -p|-s) to=("$1" "$2"); shift 2 ;; esac
+    rcli "${to[@]}" set "$(item_key stock "$1")" "$2"
+}
+# item_state [-p PORT | -s SOCKET] ITEM: "STOCK SOLD LEDGER" of ITEM (the ledger's length;
+# an empty word for a key that is missing).
+item_state() {
+    local to=()
+    case $1 in -p|-s) to=("$1" "$2"); shift 2 ;; esac
+    echo "$(rcli "${to[@]}" get "$(item_key stock "$1")") $(rcli "${to[@]}" get "$(item_key sold "$1")")" \
+         "$(rcli "${to[@]}" xlen "$(item_key orders "$1")")"
+}
+# item_reset_commands N ITEM...: the commands that start each ITEM afresh: stock N, sold 0,
+# no ledger, lock or fault probe (the fencing token goes on growing).
+item_reset_commands() {
+    local n=$1; shift
+    paste -d' ' <(item_key stock "$@") <(item_key sold "$@") <(item_key orders "$@") \
+        <(item_key lock "$@") <(item_key probe "$@") <(item_key overlaps "$@") |
+        awk -v n="$n" '{ print "SET " $1 " " n; print "SET " $2 " 0"; print "DEL " $3 " " $4 " " $5 " " $6 }'
+}
+# items_read K FILE: every item's "NAME STOCK SOLD LEDGER" of item0001..K into FILE, a line
+# each, read in one pipeline (rcli: on a cluster, each where its slot is); the names in
+# FILE.names. Fails when Redis did not answer for every item.
+items_read() {
+    seq -f "item%04g" 1 "$1" > "$2.names"
+    paste -d' ' <(item_key stock $(cat "$2.names")) <(item_key sold $(cat "$2.names")) \
+        <(item_key orders $(cat "$2.names")) | awk '{ print "MGET " $1 " " $2; print "XLEN " $3 }' |
+        rcli | paste -d' ' - - - | paste -d' ' "$2.names" - > "$2"
+    [ "$(wc -l < "$2")" = "$1" ]
+}
+
+# sale_load_summary FILE: the last JSON line build/sale-load wrote to FILE, in the fields
+# wrk's line has (loadtest/sale.lua), which loadtest/run's summary reads and a scenario's
+# sum adds up.
+sale_load_summary() {
+    grep '^{' "$1" | tail -n 1 | jq -c '{requests,
+        ok: (.by_status["200"] // 0), sold_out: (.by_status["409"] // 0),
+        unavailable: (.by_status["503"] // 0), lock_timeout: (.by_error.lock_timeout // 0),
+        other: (.requests - (.by_status["200"] // 0) - (.by_status["409"] // 0)
+                - (.by_status["503"] // 0) - .no_answer),
+        socket_errors: .no_answer, timeouts: 0, rps, p50_ms, p99_ms}'
 }

@@ -1,11 +1,14 @@
 # up-redis.sh - deploy/up's Redis servers: the data Redis, redlock's masters, with
 # --sentinel the data Redis's two replicas and three sentinels, and with --cluster N a
 # Redis Cluster of N masters and N replicas instead of the data Redis.
-# Sourced by deploy/up; functions only. They read its settings (REDIS_ADDR, REDIS_BIND,
-# REDIS_PORT, MASTER_PORTS, REPLICA_PORTS, SENTINEL_PORT_LIST, SENTINEL_MASTER,
-# SENTINEL_DOWN_AFTER_MS, SENTINEL_FAILOVER_TIMEOUT_MS, FSYNC, RUN_DIR, START_WAIT_S), set
-# what stack.env records, and exit through deploy/up's die or fail_with_log when a server
-# does not start: deploy/up's rollback then stops the rest.
+# Sourced by deploy/up (and by the tests that start Sentinel or a Cluster the same way,
+# after deploy/lib.sh); functions only. They read deploy/up's settings (REDIS_ADDR,
+# REDIS_BIND, REDIS_HOST, REDIS_PORT, MASTER_PORTS, REPLICA_PORTS, SENTINEL_PORT_LIST,
+# SENTINEL_MASTER, SENTINEL_QUORUM, SENTINEL_DOWN_AFTER_MS, SENTINEL_FAILOVER_TIMEOUT_MS,
+# SENTINEL_PASSWORD_FILE, REDIS_PASSWORD_FILE, CLUSTER_NODE_PORTS, CLUSTER_NODE_TIMEOUT_MS,
+# FSYNC, RUN_DIR, START_WAIT_S), set what stack.env records, add every server they start
+# to STARTED_PIDS, and exit through deploy/lib.sh's die or fail_with_log when a server does
+# not start: deploy/up's rollback then stops the rest (a test's cleanup, by STARTED_PIDS).
 
 # new_secret FILE: a random password in FILE, readable by this user only.
 new_secret() {
@@ -129,7 +132,8 @@ start_replicas() {
 # BIND, its working directory DIR, watching REDIS_HOST:REDIS_PORT as SENTINEL_MASTER with
 # SENTINEL_QUORUM. Each sentinel rewrites its own file (what it learns: the replicas, the
 # other sentinels, the epochs), so each gets one, written afresh by every start. It holds
-# both passwords: mode 600. (Also loadtest/scenarios/hosts.sh's, for a sentinel in a host.)
+# both passwords (none without SENTINEL_PASSWORD_FILE: a test's sentinels on loopback):
+# mode 600. (Also loadtest/scenarios/hosts.sh's, for a sentinel in a host.)
 write_sentinel_conf() {
     local m=$SENTINEL_MASTER
     echo "# sentinel.conf - written for this run directory; the sentinel rewrites it."
@@ -137,9 +141,10 @@ write_sentinel_conf() {
     echo "bind $2"
     [ "$2" = 127.0.0.1 ] || echo "protected-mode no"    # it has a password
     echo "dir $3"
-    echo "requirepass $(conf_quote "$(head -n 1 "$SENTINEL_PASSWORD_FILE")")"
+    [ -z "${SENTINEL_PASSWORD_FILE:-}" ] ||
+        echo "requirepass $(conf_quote "$(head -n 1 "$SENTINEL_PASSWORD_FILE")")"
     echo "sentinel monitor $m $REDIS_HOST $REDIS_PORT $SENTINEL_QUORUM"
-    [ -z "$REDIS_PASSWORD_FILE" ] ||
+    [ -z "${REDIS_PASSWORD_FILE:-}" ] ||
         echo "sentinel auth-pass $m $(conf_quote "$(head -n 1 "$REDIS_PASSWORD_FILE")")"
     echo "sentinel down-after-milliseconds $m $SENTINEL_DOWN_AFTER_MS"
     echo "sentinel failover-timeout $m $SENTINEL_FAILOVER_TIMEOUT_MS"
@@ -159,8 +164,8 @@ sentinel_ready() {
 
 # start_sentinels: with --sentinel, three sentinels (redis-server --sentinel) on
 # SENTINEL_PORT_LIST watching the data Redis as SENTINEL_MASTER, quorum SENTINEL_QUORUM;
-# each's configuration and working directory in RUN_DIR/sentinel-PORT. Waits until each
-# is ready (sentinel_ready).
+# each's configuration and working directory in RUN_DIR/sentinel-PORT, its pid added to
+# STARTED_PIDS. Waits until each is ready (sentinel_ready).
 start_sentinels() {
     local p pids=""
     for p in $SENTINEL_PORT_LIST; do
@@ -172,7 +177,7 @@ start_sentinels() {
         (umask 077; exec setsid "${REDIS_SERVER_BIN:-redis-server}" "$RUN_DIR/sentinel-$p/sentinel.conf" \
             --sentinel </dev/null >>"$RUN_DIR/sentinel-$p.log" 2>&1) &
         printf '%s\nredis-server\n:%s \n[sentinel]\n' $! "$p" > "$RUN_DIR/sentinel-$p.pid"
-        pids="$pids $!"
+        pids="$pids $!" STARTED_PIDS="${STARTED_PIDS:-} $!"
     done
     set -- $pids
     for p in $SENTINEL_PORT_LIST; do
@@ -188,7 +193,7 @@ start_sentinels() {
 # cluster of N masters with a replica each by redis-cli --cluster create, and waited for
 # until every node says cluster_state:ok and every replica's link is up. Sets
 # CLUSTER_MASTERS (ports of the masters) and CLUSTER_SEEDS (HOST:PORT,... of them), and
-# REDIS_HOST, OWN_REDIS.
+# REDIS_HOST, OWN_REDIS. The ports need not follow each other (a test draws each apart).
 start_cluster() {
     local p host nodes=()
     REDIS_HOST=$(local_host "$REDIS_BIND")
@@ -203,7 +208,7 @@ start_cluster() {
         if ! wait_until "$START_WAIT_S" "$REDIS_STARTED_PID" redis_pings "$p"; then
             # Its bus port (port + 10000) taken, by an outgoing connection perhaps: exit 3.
             grep -q 'Address already in use' "$RUN_DIR/node-$p.log" &&
-                { echo "deploy/up: port $p or its bus port $((p + 10000)) is taken; choose another --redis-port" >&2; exit 3; }
+                { echo "$PROG: port $p or its bus port $((p + 10000)) is taken; choose another --redis-port" >&2; exit 3; }
             fail_with_log "cluster node on port $p" "$RUN_DIR/node-$p.log"
         fi
         nodes+=("$REDIS_HOST:$p")

@@ -1,5 +1,7 @@
-# lib.sh - shared helpers for the shell tests: checks, free ports, a throwaway Redis.
-# Source it; call t_cleanup (or let the EXIT trap) to stop what was started.
+# lib.sh - shared helpers for the shell tests: checks, free ports, a throwaway Redis, a
+# sale. Source it; call t_cleanup (or let the EXIT trap) to stop what was started. (Sentinel
+# and a Cluster start as deploy/up starts them: deploy/up-redis.sh's start_sentinels and
+# start_cluster, whose servers go to STARTED_PIDS.)
 
 T_PASSED=0
 T_FAILED=0
@@ -7,7 +9,8 @@ T_SKIPPED=0
 T_PIDS=""
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/invtest.XXXXXX")
 
-. deploy/lib.sh   # free_port, is_ours, metric_sum (the tests run from the top folder)
+. deploy/lib.sh        # free_port, is_ours, metric_sum, rcli, item_key (the tests run from the top folder)
+. deploy/up-redis.sh   # start_sentinels, start_cluster: as deploy/up starts them
 
 # check DESCRIPTION COMMAND...: runs COMMAND, records pass or fail.
 check() {
@@ -52,67 +55,37 @@ start_redis() {
     return 1
 }
 
-
-# start_sentinels MASTER_PORT [FAILOVER_TIMEOUT_MS]: three real sentinels (redis-server
-# --sentinel) watching the master on MASTER_PORT as "shop", quorum 2, down after 500 ms;
-# each its own config file (a sentinel rewrites it). Sets SENTINELS (HOST:PORT,...) and
-# SENTINEL_PORTS (space-separated); SENTINEL_PORT is the last one.
-start_sentinels() {
-    local port
-    SENTINEL_PORTS="" SENTINELS=""
-    for _ in 1 2 3; do
-        port=$(free_port)
-        mkdir -p "$T_TMP/sentinel-$port"
-        printf '%s\n' "port $port" "bind 127.0.0.1" "dir $T_TMP/sentinel-$port" \
-            "sentinel monitor shop 127.0.0.1 $1 2" "sentinel down-after-milliseconds shop 500" \
-            "sentinel failover-timeout shop ${2:-3000}" "sentinel parallel-syncs shop 1" \
-            > "$T_TMP/sentinel-$port/sentinel.conf"
-        redis-server "$T_TMP/sentinel-$port/sentinel.conf" --sentinel > "$T_TMP/sentinel-$port.log" 2>&1 &
-        T_PIDS="$T_PIDS $!"
-        SENTINEL_PORTS="$SENTINEL_PORTS $port"
-        SENTINELS="$SENTINELS${SENTINELS:+,}127.0.0.1:$port"
-        SENTINEL_PORT=$port
-    done
+# sentinels_up FAILOVER_TIMEOUT_MS MASTER_PORT [REPLICA_PORT...]: three real sentinels
+# started and waited for as deploy/up does (up-redis.sh's start_sentinels: until each
+# knows the master, every replica and the two others) on free ports, watching the master
+# on MASTER_PORT as "shop": quorum 2, down after 500 ms, that failover timeout, no
+# password, their files in T_TMP. Sets SENTINEL_PORTS (space-separated), SENTINELS
+# (HOST:PORT,...) and SENTINEL_PORT (the last one); t_cleanup stops them.
+sentinels_up() {
+    local RUN_DIR=$T_TMP REDIS_BIND=127.0.0.1 REDIS_HOST=127.0.0.1 START_WAIT_S=20
+    local SENTINEL_MASTER=shop SENTINEL_QUORUM=2 SENTINEL_DOWN_AFTER_MS=500
+    local SENTINEL_FAILOVER_TIMEOUT_MS=$1 REDIS_PORT=$2 REPLICA_PORTS="${*:3}"
+    local REDIS_PASSWORD_FILE="" SENTINEL_PASSWORD_FILE="" SENTINEL_PORT_LIST p
+    SENTINEL_PORT_LIST="$(free_port) $(free_port) $(free_port)"
+    start_sentinels
+    SENTINEL_PORTS=$SENTINEL_PORT_LIST SENTINEL_PORT=${SENTINEL_PORT_LIST##* }
+    SENTINELS=$(for p in $SENTINEL_PORT_LIST; do echo "127.0.0.1:$p"; done | paste -sd, -)
 }
 
-# start_cluster N: a throwaway Redis Cluster on free ports, N masters and N replicas (no
-# AOF, no password, node timeout 2 s), made by redis-cli --cluster create and waited for
-# until every node says cluster_state:ok and every replica is linked. Sets CLUSTER_PORTS
-# (every node), CLUSTER_MASTERS (the masters' ports) and CLUSTER_SEEDS (127.0.0.1:P,... of
-# the masters). A node's bus port is its port + 10000: both must be free. t_cleanup stops
-# the nodes.
-start_cluster() {
-    local p i nodes=() ok
-    CLUSTER_PORTS=""
-    for i in $(seq $(($1 * 2))); do
-        for _ in 1 2 3 4 5; do
-            p=$(free_port 10000)   # its bus port, p + 10000, below the ephemeral range too
-            (exec 3<>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null || break
-        done
-        mkdir -p "$T_TMP/node-$p"
-        redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no --dir "$T_TMP/node-$p" \
-            --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
-            --cluster-replica-validity-factor 0 --repl-diskless-sync-delay 0 --daemonize no \
-            > "$T_TMP/node-$p.log" 2>&1 &
-        T_PIDS="$T_PIDS $!"
-        CLUSTER_PORTS="$CLUSTER_PORTS $p"
-        nodes+=("127.0.0.1:$p")
+# cluster_up N: a throwaway Redis Cluster of N masters and N replicas, made and waited for
+# as deploy/up does (up-redis.sh's start_cluster: until every node says cluster_state:ok
+# with every slot, and every replica is linked) on free ports (each with its bus port,
+# + 10000): no AOF, no password, node timeout 2 s, their files in T_TMP. Sets
+# CLUSTER_PORTS (every node), CLUSTER_MASTERS (the masters' ports) and CLUSTER_SEEDS
+# (127.0.0.1:P,... of the masters); t_cleanup stops the nodes.
+cluster_up() {
+    local RUN_DIR=$T_TMP REDIS_BIND=127.0.0.1 REDIS_HOST START_WAIT_S=20 FSYNC=off
+    local CLUSTER_NODE_TIMEOUT_MS=2000 REDIS_PASSWORD_FILE="" OWN_REDIS CLUSTER_NODE_PORTS=""
+    for _ in $(seq $(($1 * 2))); do
+        CLUSTER_NODE_PORTS="$CLUSTER_NODE_PORTS $(free_port 10000)"   # and its bus port
     done
-    CLUSTER_PORTS=${CLUSTER_PORTS# }
-    for p in $CLUSTER_PORTS; do
-        wait_until 10 "" sh -c "redis-cli -p $p ping 2>/dev/null | grep -q PONG" ||
-            { echo "cluster node $p did not start:" >&2; cat "$T_TMP/node-$p.log" >&2; return 1; }
-    done
-    redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes > "$T_TMP/cluster-create.log" 2>&1 ||
-        { echo "redis-cli --cluster create failed:" >&2; tail -n 5 "$T_TMP/cluster-create.log" >&2; return 1; }
-    for p in $CLUSTER_PORTS; do
-        ok="redis-cli -p $p cluster info | grep -q '^cluster_state:ok' &&
-            redis-cli -p $p info replication | grep -qE '^role:master|^master_link_status:up'"
-        wait_until 20 "" sh -c "$ok" || { echo "cluster node $p never became ready" >&2; return 1; }
-    done
-    CLUSTER_MASTERS=$(for p in $CLUSTER_PORTS; do
-        redis-cli -p "$p" role | head -n 1 | grep -qx master && echo "$p"; done | paste -sd' ' -)
-    CLUSTER_SEEDS=$(for p in $CLUSTER_MASTERS; do echo "127.0.0.1:$p"; done | paste -sd, -)
+    start_cluster
+    CLUSTER_PORTS=${CLUSTER_NODE_PORTS# }
 }
 
 # running PID: the process exists and is not a zombie (builtins only: it runs often).
@@ -147,8 +120,32 @@ start_service() {
     return 1
 }
 
+# sale PORT ITEM [QUERY [CURL_ARG...]]: one sale of ITEM on the instance on PORT
+# (127.0.0.1), QUERY added (work_ms=...); prints the HTTP status (000: no answer). The body
+# goes to SALE_BODY (default T_TMP/body); SALE_MAX_S seconds at most (default 10).
+sale() {
+    curl -s -m "${SALE_MAX_S:-10}" -o "${SALE_BODY:-$T_TMP/body}" -w '%{http_code}' \
+        "http://127.0.0.1:$1/inventory/sale?item=$2${3:+&$3}" "${@:4}"
+}
+# wait_all: waits for the test's background jobs, by pid, but the servers (T_PIDS).
+wait_all() { local p; for p in $(jobs -p); do case " $T_PIDS " in *" $p "*) ;; *) wait "$p" ;; esac; done; }
+# redis_says ANSWER ARG...: rcli ARG... (the Redis of REDIS_PORT) answers ANSWER; for
+# wait_until, which asks again until it does.
+redis_says() { [ "$(rcli "${@:2}")" = "$1" ]; }
+# metric PORT NAME: the value of metric NAME of the instance on PORT (nothing when absent).
+metric() { curl -s -m 5 "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
+# field KEY: KEY of the JSON line the test holds in json (a run's last line; json_field).
+# shellcheck disable=SC2154  # json: the test's
+field() { json_field "$1" <<<"$json"; }
+# px KEY FILE: the number after KEY in FILE, whose lines are "KEY N" (a screenshot's
+# pixels by colour, tests/png_stats.py).
+px() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+
+# t_cleanup: stops what the test started, by pid (T_PIDS, and STARTED_PIDS: the servers
+# deploy/lib.sh's redis_start and up-redis.sh's start_sentinels started), and removes T_TMP.
 t_cleanup() {
     local p
+    T_PIDS="$T_PIDS ${STARTED_PIDS:-}" STARTED_PIDS=""
     for p in $T_PIDS; do kill "$p" 2>/dev/null; done
     for p in $T_PIDS; do
         for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done

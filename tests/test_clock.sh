@@ -43,14 +43,14 @@ watchdog_case() {
     chmod +x "$T_TMP/faked"
     SERVICE_BIN=$T_TMP/faked start_service a --redis "127.0.0.1:$REDIS_PORT" --lock v8 --ttl-ms 1000 \
         --faults --name clock-a || return 1
-    redis-cli -p "$REDIS_PORT" set "stock:{$item}" 10 >/dev/null
+    item_set -p "$REDIS_PORT" "$item" 10 >/dev/null
     curl -s -m 20 -o "$T_TMP/sale.json" -w '%{http_code}' \
         "http://127.0.0.1:$a/inventory/sale?item=$item&work_ms=3000" > "$T_TMP/sale.code" &
     local sale_pid=$!
-    wait_until 5 "" sh -c "[ \"\$(redis-cli -p $REDIS_PORT exists 'lock:{$item}')\" = 1 ]"
+    wait_until 5 "" redis_says 1 exists "$(item_key lock "$item")"
     echo "-10" > "$clock.new" && mv "$clock.new" "$clock"
     while kill -0 "$sale_pid" 2>/dev/null; do
-        p=$(redis-cli -p "$REDIS_PORT" pttl "lock:{$item}")
+        p=$(rcli -p "$REDIS_PORT" pttl "$(item_key lock "$item")")
         kill -0 "$sale_pid" 2>/dev/null || break   # released: -2 is no loss
         [ "$p" -lt "$min" ] && min=$p
         samples=$((samples + 1))
@@ -97,7 +97,6 @@ show() {
     grep -E '^  (observed|result)' "$T_TMP/$name.out" | cut -c 1-400 | sed 's/^/    /'
     [ "$rc" = 0 ] || tail -n 3 "$T_TMP/$name.err" | sed 's/^/      /'
 }
-field() { json_field "$1" <<<"$json"; }
 # observed_num TEXT: the number after TEXT in the observed line ("lost" for "lost N leases").
 observed_num() { field observed | sed -n "s/.*$1 \([0-9][0-9]*\).*/\1/p" | head -n 1; }
 

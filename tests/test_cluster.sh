@@ -24,7 +24,7 @@ check_eq "--redis-cluster with --redis: bad usage" 2 "$rc"
 check_eq "--redis-cluster without HOST:PORT: bad usage" 2 "$rc"
 check "--help explains --redis-cluster" sh -c "$BIN --help | grep -q -- --redis-cluster"
 
-start_cluster 3 || { echo "0 passed, 1 failed"; exit 1; }
+cluster_up 3
 set -- $CLUSTER_MASTERS
 M1=$1 M2=$2 M3=$3
 start_redis || exit 1
@@ -43,7 +43,7 @@ esac
 cl() { redis-cli -c -p "$M1" "$@"; }
 owner_of_item() {   # the master port that serves item $1's keys
     local slot p
-    slot=$(cl cluster keyslot "stock:{$1}")
+    slot=$(cl cluster keyslot "$(item_key stock "$1")")
     for p in $CLUSTER_MASTERS; do
         redis-cli -p "$p" cluster slots | tr '\n' ' ' | awk -v s="$slot" -v p="$p" '
             { n = split($0, f, " "); for (i = 1; i + 3 <= n; i++)
@@ -55,19 +55,19 @@ set_items() {   # set_items N: item0001..itemN to stock S, sold 0, no ledger; re
     for try in 1 2 3 4 5; do
         for i in $(seq -f %04g 1 "$1"); do
             it=item$i
-            printf 'SET stock:{%s} %s\nSET sold:{%s} 0\nDEL orders:{%s} lock:{%s} fence:{%s} written:{%s}\n' \
-                "$it" "$S" "$it" "$it" "$it" "$it" "$it"
+            printf 'SET %s %s\nSET %s 0\nDEL %s %s %s %s\n' "$(item_key stock "$it")" "$S" \
+                "$(item_key sold "$it")" "$(item_key orders "$it")" "$(item_key lock "$it")" \
+                "$(item_key fence "$it")" "$(item_key written "$it")"
         done | cl > "$T_TMP/set_items.out" 2>&1
         # A node that still says CLUSTERDOWN (it has not heard yet that a slot is served
         # again) refuses a write that redis-cli followed to it: every item is read back.
-        [ "$(for i in $(seq -f %04g 1 "$1"); do cl get "stock:{item$i}"; cl get "sold:{item$i}"; done | paste -sd' ')" \
+        [ "$(for i in $(seq -f %04g 1 "$1"); do cl get "$(item_key stock "item$i")"; cl get "$(item_key sold "item$i")"; done | paste -sd' ')" \
             = "$(for i in $(seq 1 "$1"); do echo "$S"; echo 0; done | paste -sd' ')" ] && return 0
         echo "       (set_items $1, try $try: not every item read back; redis-cli said: $(grep -v '^OK$\|^[0-9]*$' "$T_TMP/set_items.out" | sort | uniq -c | head -3 | paste -sd';'))" >> "$T_TMP/set_items.log"
         sleep 0.5
     done
     return 1
 }
-sale() { curl -s -m 10 -o "$T_TMP/body" -w '%{http_code}' "http://127.0.0.1:$1/inventory/sale?item=$2" "${@:3}"; }
 check "12 items set (read back)" set_items 12
 cat "$T_TMP/set_items.log" 2>/dev/null
 owners=$(for i in $(seq -f %04g 1 12); do owner_of_item "item$i"; done | sort -u | wc -l)
@@ -76,13 +76,13 @@ check_eq "12 items spread over the 3 masters" 3 "$owners"
 start_service P --redis-cluster "127.0.0.1:$M2" --lock v8 --name c1 || exit 1
 codes=$(for i in $(seq -f %04g 1 12); do sale "$P" "item$i"; echo; done | sort | uniq -c | awk '{ print $2 ":" $1 }' | paste -sd' ')
 check_eq "v8 on --redis-cluster (one seed): a sale of each of 12 items, all 200" "200:12" "$codes"
-sold=$(for i in $(seq -f %04g 1 12); do cl get "sold:{item$i}"; done | sort -u | paste -sd' ')
+sold=$(for i in $(seq -f %04g 1 12); do cl get "$(item_key sold "item$i")"; done | sort -u | paste -sd' ')
 check_eq "  each item's own sold is 1, on its own master" 1 "$sold"
 check "  the slot map read from the seed (metrics)" sh -c "curl -s http://127.0.0.1:$P/metrics | grep -q '^inventory_redis_cluster_map_reads_total [1-9]'"
-check_eq "  a keyed sale: 200" 200 "$(sale "$P" item0001 -H 'Idempotency-Key: k-1')"
-check_eq "  the same key again, same item: its first answer replayed" 200 "$(sale "$P" item0001 -H 'Idempotency-Key: k-1')"
+check_eq "  a keyed sale: 200" 200 "$(sale "$P" item0001 "" -H 'Idempotency-Key: k-1')"
+check_eq "  the same key again, same item: its first answer replayed" 200 "$(sale "$P" item0001 "" -H 'Idempotency-Key: k-1')"
 check "    (replayed)" grep -q '"replayed":true' "$T_TMP/body"
-check_eq "  the same key for an item in another slot: 422" 422 "$(sale "$P" item0002 -H 'Idempotency-Key: k-1')"
+check_eq "  the same key for an item in another slot: 422" 422 "$(sale "$P" item0002 "" -H 'Idempotency-Key: k-1')"
 check "    naming the first item" grep -q 'first used for item item0001' "$T_TMP/body"
 kill "$SVC_PID"; wait "$SVC_PID" 2>/dev/null
 
@@ -102,7 +102,7 @@ for v in v3 v4 v5 v6 v7 v8 v9 v10 atomic; do
     start_service P --redis-cluster "127.0.0.1:$M1" --lock "$v" --faults --name "c-$v" "${extra[@]}" || exit 1
     q=""
     [ "$v" = atomic ] || q="&work_ms=1"
-    a="$v:$(sale "$P" "item0003$q")$(sale "$P" "item0004$q" -H "Idempotency-Key: $v-k")$(sale "$P" "item0005$q")"
+    a="$v:$(sale "$P" "item0003$q")$(sale "$P" "item0004$q" "" -H "Idempotency-Key: $v-k")$(sale "$P" "item0005$q")"
     answers="$answers $a"
     kill "$SVC_PID"; wait "$SVC_PID" 2>/dev/null
 done
@@ -145,7 +145,7 @@ check "the key's item is claimed apart (SET idem-item:K ... NX ... GET)" grep -q
 # --- a cluster that cannot serve, and bad seeds ------------------------------------------
 start_service P --redis-cluster "127.0.0.1:$M1" --lock v8 --name c-down || exit 1
 check_eq "before: item0006 sells" 200 "$(sale "$P" item0006)"
-slot=$(cl cluster keyslot "stock:{item0006}")
+slot=$(cl cluster keyslot "$(item_key stock item0006)")
 owner=$(owner_of_item item0006)
 for p in $CLUSTER_PORTS; do redis-cli -p "$p" cluster delslots "$slot" > /dev/null 2>&1; done
 state_is() { [ "$(redis-cli -p "$1" cluster info | tr -d '\r' | awk -F: '$1 == "cluster_state" { print $2 }')" = "$2" ]; }
@@ -187,7 +187,7 @@ done
 curl -sN -m 30 "http://127.0.0.1:$P1/events?item=item0001" > "$T_TMP/stream.sse" 2>/dev/null &
 STREAM_PID=$!
 sleep 1.5
-hot=$(cl cluster keyslot "stock:{item0001}")
+hot=$(cl cluster keyslot "$(item_key stock item0001)")
 from=$(owner_of_item item0001)
 to=$M1; [ "$from" != "$M1" ] || to=$M2
 loadtest/cluster-move --from "127.0.0.1:$from" --to "127.0.0.1:$to" --slots "$hot" > "$T_TMP/move.out" 2>&1 &&
@@ -204,14 +204,14 @@ check "  every answer 200, 409 or 503 ($statuses)" sh -c "echo '$statuses' | gre
 # Notify's sharded channel of the hot item: Redis ends its subscriptions as its slot moves
 # away (sunsubscribe); the instances subscribe again where it is now.
 owner=$(owner_of_item item0001)
-chan_on() { redis-cli -p "$1" pubsub shardchannels 'lock:{item0001}' | grep -c .; }
+chan_on() { redis-cli -p "$1" pubsub shardchannels "$(item_key lock item0001)" | grep -c .; }
 check_eq "  the hot item's channel subscribed again on its owner after its slot moved away and back, nowhere else" \
     "1 0" "$(chan_on "$owner") $(for p in $CLUSTER_MASTERS; do [ "$p" = "$owner" ] || chan_on "$p"; done | sort -u | paste -sd' ')"
 check "  the clients followed the move (ASK or MOVED counted)" sh -c "curl -s http://127.0.0.1:$P1/metrics http://127.0.0.1:$P2/metrics | grep -E 'redirects_total\\{kind=\"(ask|moved)\"\\} [1-9]' | grep -q ."
 bad="" final="{"
 for i in $(seq -f %04g 1 20); do
     # Read apart: a key the cluster lost reads empty, and the item is named, not skipped.
-    st=$(cl get "stock:{item$i}") so=$(cl get "sold:{item$i}") ln=$(cl xlen "orders:{item$i}")
+    st=$(cl get "$(item_key stock "item$i")") so=$(cl get "$(item_key sold "item$i")") ln=$(cl xlen "$(item_key orders "item$i")")
     if [[ $st =~ ^[0-9]+$ && $so =~ ^[0-9]+$ ]] && [ "$((st + so))" = "$S" ] && [ "$ln" = "$so" ]; then :
     else bad="$bad item$i(${st:-none}+${so:-none},${ln:-none})"; fi
     final="$final\"item$i\":${st:-null},"

@@ -25,8 +25,8 @@ run_cut() {
     tail -n 1 "$T_TMP/$1-$2.out" | jq -ce 'select(.scenario)' > "$T_TMP/$1-$2.json" 2>/dev/null || true
 }
 
-# on LOCK SCENARIO FILTER: jq -e FILTER on the run's JSON line.
-on() { jq -e "$3" "$T_TMP/$1-$2.json"; }
+# run_shows LOCK SCENARIO FILTER: jq -e FILTER on the run's JSON line.
+run_shows() { jq -e "$3" "$T_TMP/$1-$2.json"; }
 
 # obs_num LOCK SCENARIO REGEX: the first number the observed line's REGEX captures.
 obs_num() { jq -r --arg re "$3" '.observed | capture($re).n' "$T_TMP/$1-$2.json" 2>/dev/null; }
@@ -46,23 +46,23 @@ in_order() {
 
 # The checks, by run: "LOCK SCENARIO|DESCRIPTION|COMMAND" (COMMAND run by eval).
 CHECKS='v8 instance-cut|v8: the run was played|test -s "$T_TMP/v8-instance-cut.json"
-v8 instance-cut|  the flaw, from what Redis and the answers show|on v8 instance-cut ".flaw == true"
-v8 instance-cut|  two holders at once (overlaps > 0)|on v8 instance-cut ".overlaps > 0"
-v8 instance-cut|  oversold by what A wrote under its lost lease|on v8 instance-cut ".oversold > 0 and .invariant_ok == false"
-v8 instance-cut|  the checker finds the history impossible (a unit sold twice)|on v8 instance-cut ".observed | test(\"history impossible: .*sold twice\")"
+v8 instance-cut|  the flaw, from what Redis and the answers show|run_shows v8 instance-cut ".flaw == true"
+v8 instance-cut|  two holders at once (overlaps > 0)|run_shows v8 instance-cut ".overlaps > 0"
+v8 instance-cut|  oversold by what A wrote under its lost lease|run_shows v8 instance-cut ".oversold > 0 and .invariant_ok == false"
+v8 instance-cut|  the checker finds the history impossible (a unit sold twice)|run_shows v8 instance-cut ".observed | test(\"history impossible: .*sold twice\")"
 v8 instance-cut|  A'"'"'s watchdog renewed before the cut|test "$(obs_num v8 instance-cut "(?<n>[0-9]+) renewals by the cut")" -ge 1
 v8 instance-cut|  in order: last renewal before the cut, lease out after it, then B; A answered after the heal|in_order v8 instance-cut
-v8 instance-cut|  A'"'"'s sale answered 200 with lease_lost true: written under a lease it had lost|on v8 instance-cut ".observed | test(\"A.s sale answered [0-9]+ ms: 200 sold, remaining [0-9]+ with lease_lost true\")"
+v8 instance-cut|  A'"'"'s sale answered 200 with lease_lost true: written under a lease it had lost|run_shows v8 instance-cut ".observed | test(\"A.s sale answered [0-9]+ ms: 200 sold, remaining [0-9]+ with lease_lost true\")"
 v9 instance-cut|v9: the run was played|test -s "$T_TMP/v9-instance-cut.json"
-v9 instance-cut|  no flaw|on v9 instance-cut ".flaw == false"
-v9 instance-cut|  two holders at once still (overlaps > 0)|on v9 instance-cut ".overlaps > 0"
-v9 instance-cut|  nothing oversold, sold + remaining == stock|on v9 instance-cut ".oversold == 0 and .invariant_ok == true"
-v9 instance-cut|  the checker finds the history possible|on v9 instance-cut ".observed | test(\"history possible\")"
+v9 instance-cut|  no flaw|run_shows v9 instance-cut ".flaw == false"
+v9 instance-cut|  two holders at once still (overlaps > 0)|run_shows v9 instance-cut ".overlaps > 0"
+v9 instance-cut|  nothing oversold, sold + remaining == stock|run_shows v9 instance-cut ".oversold == 0 and .invariant_ok == true"
+v9 instance-cut|  the checker finds the history possible|run_shows v9 instance-cut ".observed | test(\"history possible\")"
 v9 instance-cut|  in order, as for v8|in_order v9 instance-cut
-v9 instance-cut|  A'"'"'s sale stopped itself: 409 lease_lost, nothing sent|on v9 instance-cut ".observed | test(\"A.s sale answered [0-9]+ ms: 409 lease_lost \\\\(the lease was lost before the write: nothing was sent\\\\)\")"
+v9 instance-cut|  A'"'"'s sale stopped itself: 409 lease_lost, nothing sent|run_shows v9 instance-cut ".observed | test(\"A.s sale answered [0-9]+ ms: 409 lease_lost \\\\(the lease was lost before the write: nothing was sent\\\\)\")"
 v9 instance-cut-late|v9 late write: the run was played|test -s "$T_TMP/v9-instance-cut-late.json"
-v9 instance-cut-late|  no flaw, nothing oversold|on v9 instance-cut-late ".flaw == false and .oversold == 0 and .overlaps > 0"
-v9 instance-cut-late|  A'"'"'s write, sent before its lease ran out, refused by Redis (the fence)|on v9 instance-cut-late ".observed | test(\"A.s sale answered [0-9]+ ms: 409 lease_lost \\\\(Redis refused the write\")"'
+v9 instance-cut-late|  no flaw, nothing oversold|run_shows v9 instance-cut-late ".flaw == false and .oversold == 0 and .overlaps > 0"
+v9 instance-cut-late|  A'"'"'s write, sent before its lease ran out, refused by Redis (the fence)|run_shows v9 instance-cut-late ".observed | test(\"A.s sale answered [0-9]+ ms: 409 lease_lost \\\\(Redis refused the write\")"'
 
 runs=$(echo "$CHECKS" | cut -d'|' -f1 | uniq)
 if why=$(deploy/hosts check); then

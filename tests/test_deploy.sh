@@ -68,12 +68,13 @@ check "a cluster's span is drawn among reservations whose owners are gone" \
 rm -rf "$RES"
 
 NGINX_P=$(free_port); REDIS_P=$(free_port); A=$(free_port); B=$(free_port)
-up() { deploy/up --run-dir "$RUN" --port "$NGINX_P" --redis-port "$REDIS_P" --instance-ports "$A,$B" "$@"; }
+# dep_up ARG...: deploy/up on this test's ports (RUN, NGINX_P, REDIS_P, A and B), ARGs added.
+dep_up() { deploy/up --run-dir "$RUN" --port "$NGINX_P" --redis-port "$REDIS_P" --instance-ports "$A,$B" "$@"; }
 # dep_cli ARG...: redis-cli to the stack's Redis, with the password deploy/up set (in run/).
 dep_cli() { REDIS_PORT=$REDIS_P REDIS_PASSWORD_FILE=${PW_FILE:-$RUN/redis.pass} rcli "$@"; }
 
 # --- up, sales through nginx --------------------------------------------------------------
-check "up: a 2-instance v8 stack comes up" up --lock v8
+check "up: a 2-instance v8 stack comes up" dep_up --lock v8
 check "status: everything runs" deploy/status --run-dir "$RUN"
 check "stock: sets 10" deploy/stock 10 --item dep --run-dir "$RUN"
 names="" codes=""
@@ -94,8 +95,8 @@ check "nginx: upstream keepalive" grep -q 'keepalive [0-9]' "$RUN/nginx.conf"
 check_eq "the password file and redis.conf: mode 600" "600 600" \
     "$(stat -c %a "$RUN/redis.pass" "$RUN/redis.conf" | tr '\n' ' ' | sed 's/ $//')"
 check "Redis refuses a client without the password" \
-    sh -c "redis-cli -p $REDIS_P get 'stock:{dep}' 2>&1 | grep -q NOAUTH"
-check_eq "with it (rcli, REDISCLI_AUTH): the stock" 4 "$(dep_cli get 'stock:{dep}')"
+    sh -c "redis-cli -p $REDIS_P get '$(item_key stock dep)' 2>&1 | grep -q NOAUTH"
+check_eq "with it (rcli, REDISCLI_AUTH): the stock" 4 "$(dep_cli get "$(item_key stock dep)")"
 pw=$(cat "$RUN/redis.pass")
 leaks=""
 for pid in $(stack_pids); do
@@ -108,17 +109,17 @@ check "the instances got it by file" grep -q -- "--redis-password-file $RUN/redi
 
 # --- a second up restarts cleanly and keeps the data --------------------------------------
 old=$(stack_pids)
-check "up again (--fsync always): restarts" up --lock v8 --fsync always
+check "up again (--fsync always): restarts" dep_up --lock v8 --fsync always
 check "the first stack's processes are gone" none_running $old
 check "status: everything runs after the restart" deploy/status --run-dir "$RUN"
 check_eq "Redis kept the stock over the restart (AOF)" "4 6" \
-    "$(dep_cli mget 'stock:{dep}' 'sold:{dep}' | tr '\n' ' ' | sed 's/ $//')"
+    "$(dep_cli mget "$(item_key stock dep)" "$(item_key sold dep)" | tr '\n' ' ' | sed 's/ $//')"
 check_eq "--fsync always reaches Redis" "always" \
     "$(dep_cli config get appendfsync | tail -n 1)"
-check_eq "the ledger kept its six entries" 6 "$(dep_cli xlen 'orders:{dep}')"
+check_eq "the ledger kept its six entries" 6 "$(dep_cli xlen "$(item_key orders dep)")"
 check "stock: resets sold and the ledger" deploy/stock 3 --item dep --run-dir "$RUN"
 check_eq "after deploy/stock 3" "3 0 0" \
-    "$(dep_cli mget 'stock:{dep}' 'sold:{dep}' | tr '\n' ' ')$(dep_cli xlen 'orders:{dep}')"
+    "$(dep_cli mget "$(item_key stock dep)" "$(item_key sold dep)" | tr '\n' ' ')$(dep_cli xlen "$(item_key orders dep)")"
 
 # --- down ---------------------------------------------------------------------------------
 pids=$(stack_pids)
@@ -139,7 +140,7 @@ kill "$stranger"; wait "$stranger" 2>/dev/null
 
 # --- failures leave nothing running ---------------------------------------------------------
 start_redis || exit 1          # a stranger on a port: the throwaway Redis of lib.sh
-out=$(up --lock v8 --port "$REDIS_PORT" 2>&1); rc=$?
+out=$(dep_up --lock v8 --port "$REDIS_PORT" 2>&1); rc=$?
 echo "$out" | sed 's/^/    /'
 check_eq "a taken nginx port: exit 3" 3 "$rc"
 check "a taken nginx port: the message names the port" grep -q "port $REDIS_PORT .*taken" <<<"$out"
@@ -150,13 +151,13 @@ out=$(deploy/up --run-dir "$RUN" --port "$NGINX_P" --redis-port "$REDIS_P" \
 check_eq "a taken instance port: exit 3" 3 "$rc"
 check "a taken instance port: nothing running" nothing_on "$NGINX_P" "$REDIS_P" "$A"
 
-out=$(SERVICE_BIN=$T_TMP/no-such-binary up 2>&1); rc=$?
+out=$(SERVICE_BIN=$T_TMP/no-such-binary dep_up 2>&1); rc=$?
 echo "$out" | sed 's/^/    /'
 check_eq "a missing binary: exit 1" 1 "$rc"
 check "a missing binary: the message says to run make" grep -q "run make" <<<"$out"
 check "a missing binary: nothing running" nothing_on "$NGINX_P" "$REDIS_P" "$A" "$B"
 
-out=$(up --lock no-such-version 2>&1); rc=$?
+out=$(dep_up --lock no-such-version 2>&1); rc=$?
 echo "$out" | sed 's/^/    /'
 check_eq "an instance that fails to start: exit 1" 1 "$rc"
 check "an instance that fails to start: its log is shown" grep -q "unknown lock version" <<<"$out"
@@ -209,14 +210,14 @@ check_eq "  the sentinels' password file and configuration: mode 600" "600 600" 
     "$(stat -c %a "$RUN4/sentinel.pass" "$RUN4/sentinel-$((SRP + 3))/sentinel.conf" | paste -sd' ' -)"
 # After a failover, up again starts the master from the promoted replica's data.
 kill -9 "$(head -n 1 "$RUN4/redis.pid")"
-moved() { (. "$RUN4/stack.env"; at=$(current_master) && [ "${at##*:}" != "$SRP" ]); }
-check "the master killed: the sentinels promote a replica" wait_until 20 "" moved
+master_moved() { (. "$RUN4/stack.env"; at=$(current_master) && [ "${at##*:}" != "$SRP" ]); }
+check "the master killed: the sentinels promote a replica" wait_until 20 "" master_moved
 sold_one() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NGINX_P/inventory/sale?item=sen")" = 200 ]; }
 check "  a sale through nginx, on the promoted replica" wait_until 10 "" sold_one
 check "  up again: restarts" deploy/up --run-dir "$RUN4" --sentinel --port "$NGINX_P" --redis-port "$SRP" \
     --instance-ports "$A,$B" --lock v8
 check_eq "  the master is back on its port with the promoted replica's data: stock 3, sold 2" \
-    "127.0.0.1:$SRP 3 2" "$(. "$RUN4/stack.env"; echo "$(current_master) $(rcli mget 'stock:{sen}' 'sold:{sen}' | paste -sd' ' -)")"
+    "127.0.0.1:$SRP 3 2" "$(. "$RUN4/stack.env"; echo "$(current_master) $(rcli mget "$(item_key stock sen)" "$(item_key sold sen)" | paste -sd' ' -)")"
 # Instances on "another host", given those sentinels (--sentinels): no Redis started there.
 RUN5=$T_TMP/run5 C=$(free_port)
 SENTS=$(for p in $(seq $((SRP + 3)) $((SRP + 5))); do printf '127.0.0.1:%s,' "$p"; done); SENTS=${SENTS%,}
@@ -224,7 +225,7 @@ check "up --sentinels (sentinels elsewhere): instances only, no Redis of its own
     deploy/up --run-dir "$RUN5" --no-nginx --instance-ports "$C" --lock v8 --sentinels "$SENTS" \
         --sentinel-password-file "$RUN4/sentinel.pass" --redis-password-file "$RUN4/redis.pass"
 check_eq "  a sale there, on the sentinels' master" "200 2" \
-    "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$C/inventory/sale?item=sen") $(. "$RUN4/stack.env"; rcli get 'stock:{sen}')"
+    "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$C/inventory/sale?item=sen") $(. "$RUN4/stack.env"; item_get stock sen)"
 check_eq "  one process (the instance), no pid file of a Redis or sentinel" "1 0" \
     "$(stack_pids "$RUN5" | wc -w) $(ls "$RUN5"/redis.pid "$RUN5"/sentinel-*.pid 2>/dev/null | wc -l)"
 deploy/status --run-dir "$RUN5" > "$T_TMP/status5"
@@ -269,10 +270,10 @@ check_eq "  a password on every node (NOAUTH without it)" NOAUTH \
     "$(redis-cli -p "$((CRP + 3))" get x 2>&1 | awk '{ print $1 }')"
 check "  the instances' seeds are the masters (--redis-cluster)" sh -c "ps -o args= -p \$(head -n 1 $RUN6/instance-$A.pid) | grep -q -- '--redis-cluster 127.0.0.1:'"
 check "  stock of 20 items" deploy/stock 7 --items 20 --run-dir "$RUN6"
-vals=$(for i in $(seq -f %04g 1 20); do (. "$RUN6/stack.env"; rcli mget "stock:{item$i}" "sold:{item$i}" | paste -sd/); done | sort | uniq -c | awk '{ print $2 ":" $1 }')
+vals=$(for i in $(seq -f %04g 1 20); do (. "$RUN6/stack.env"; rcli mget "$(item_key stock "item$i")" "$(item_key sold "item$i")" | paste -sd/); done | sort | uniq -c | awk '{ print $2 ":" $1 }')
 check_eq "  each item stock 7, sold 0, read where its slot is" "7/0:20" "$vals"
 spread=$(for i in $(seq -f %04g 1 20); do for p in $(seq "$CRP" $((CRP + 2))); do
-    [ "$(c6 "$p" exists "stock:{item$i}")" = 1 ] && echo "$p"; done; done | sort -u | wc -l)
+    [ "$(c6 "$p" exists "$(item_key stock "item$i")")" = 1 ] && echo "$p"; done; done | sort -u | wc -l)
 check "  on more than one master (by EXISTS on each)" test "$spread" -ge 2
 codes=$(for i in 0003 0011 0019; do curl -s -o /dev/null -w '%{http_code} ' "http://127.0.0.1:$NGINX_P/inventory/sale?item=item$i"; done)
 check_eq "  sales of three items through nginx" "200 200 200 " "$codes"
@@ -283,7 +284,7 @@ check "  up again in the same directory: the cluster restarts from its nodes.con
     deploy/up --run-dir "$RUN6" --cluster 3 --port "$NGINX_P" --redis-port "$CRP" \
         --instance-ports "$A,$B" --lock v8
 check_eq "    the stock kept, where its slot is (item0003 sold one of 7)" 6 \
-    "$(. "$RUN6/stack.env"; rcli get 'stock:{item0003}')"
+    "$(. "$RUN6/stack.env"; item_get stock item0003)"
 pids=$(stack_pids "$RUN6")
 check_eq "  10 processes: 6 nodes, 2 instances, nginx and its worker" 10 "$(echo $pids | wc -w)"
 check "down: stops it" deploy/down --run-dir "$RUN6" --quiet

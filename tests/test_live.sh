@@ -18,7 +18,6 @@ C_RED=d62728 C_HELD=1f77b4 C_RENEWED=2ca02c
 # stream PORT ITEM SECONDS FILE: /events of ITEM on PORT for SECONDS, in the background.
 # (wait for it with: wait "$STREAM_PID"; a bare wait would wait for Redis and the services)
 stream() { curl -sN -m "$3" "http://127.0.0.1:$1/events?item=$2" > "$4" 2>/dev/null & STREAM_PID=$!; }
-metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
 # data_events FILE: every event in the stream's messages, one JSON object a line.
 data_events() { sed -n 's/^data: //p' "$1" | jq -c 'select(.events) | .instance as $i | .events[] | . + {instance: $i}' 2>/dev/null; }
 
@@ -44,7 +43,7 @@ check "/events: hello first, with the instance and the lock" \
 check "/events: heartbeats while quiet (2 in 5 s)" \
     bash -c "[ \$(grep -c '^: heartbeat' '$T_TMP/quiet.out') -ge 2 ]"
 
-redis-cli -p "$REDIS_PORT" set "stock:{it1}" 100 >/dev/null
+item_set it1 100 >/dev/null
 # streams_are PORT N: true once PORT has N streams open (within 5 s: a stream whose client
 # left is noticed at its next write, a heartbeat at most).
 streams_are() {
@@ -127,9 +126,9 @@ if ! command -v "$CHROMIUM" >/dev/null || ! command -v node >/dev/null; then
     check "chromium and node installed (deploy/install-deps installs them)" false
     t_report; exit
 fi
-# up LOCK [PORT]: a stack of 2 instances behind nginx (on PORT), a lease of 300 ms, 1000
-# in stock.
-up() {
+# live_up LOCK [PORT]: a stack of 2 instances behind nginx (on PORT), a lease of 300 ms,
+# 1000 in stock.
+live_up() {
     deploy/down --run-dir "$RUN" --quiet >/dev/null 2>&1
     deploy/up --lock "$1" --faults --ttl-ms 300 --run-dir "$RUN" --port "${2:-$(free_port)}" \
         --redis-port "$(free_port)" >"$T_TMP/up.log" 2>&1 || { cat "$T_TMP/up.log"; return 1; }
@@ -166,7 +165,6 @@ restart_instance() {
     sed -i "1s/.*/$!/" "$pidf"
 }
 last() { jq -r ".samples[-1].$1" "$T_TMP/$2.json"; }
-px() { awk -v k="$1" '$1 == k { print $2 }' "$T_TMP/$2.stats"; }
 
 # --- make demo LIVE=check (loadtest/evolution --live-check): one page follows row after row ---
 # It runs beside the v4 and v8 pages below (its stacks and its page are its own; it waits
@@ -176,7 +174,7 @@ LIVE_PORT=$LP LIVE_HOLD_S=2 loadtest/evolution --only v4 --quick --live-check --
     > "$T_TMP/evo.out" 2> "$T_TMP/evo.err" &
 EVO_PID=$!
 
-up v4 || exit 1
+live_up v4 || exit 1
 curl -sN -m 2 "$URL/events?item=it1" > "$T_TMP/nginx.out" &
 STREAM_PID=$!
 sleep 0.3
@@ -190,19 +188,19 @@ page 8 v4
 wait $LOAD_PIDS
 check "v4, 400 ms of work under a 300 ms lease: the page counts overlaps" test "$(last live.overlaps v4)" -ge 1
 check_eq "v4: the DOM shows the page's count" "$(last live.overlaps v4)" "$(last overlaps_dom v4)"
-check "v4: red bars in the screenshot (>= 300 px)" test "$(px $C_RED v4)" -ge 300
+check "v4: red bars in the screenshot (>= 300 px)" test "$(px $C_RED "$T_TMP/v4.stats")" -ge 300
 check "v4: lost leases marked" test "$(last live.lost v4)" -ge 1
-echo "       v4: overlaps $(last live.overlaps v4), lost $(last live.lost v4), red px $(px $C_RED v4), frame $(last live.frameMs v4) ms"
+echo "       v4: overlaps $(last live.overlaps v4), lost $(last live.lost v4), red px $(px $C_RED "$T_TMP/v4.stats"), frame $(last live.frameMs v4) ms"
 
-up v8 || exit 1
+live_up v8 || exit 1
 load 8
 page 8 v8
 wait $LOAD_PIDS
 check_eq "v8, the same load: no overlap" 0 "$(last live.overlaps v8)"
-check_eq "v8: no red bar (the legend's 12 x 10 px key is the only red)" 120 "$(px $C_RED v8)"
-check "v8: sections drawn (>= 300 px)" test "$(px $C_HELD v8)" -ge 300
-check "v8: renewals drawn" test "$(px $C_RENEWED v8)" -ge 150
-echo "       v8: overlaps $(last live.overlaps v8), blue px $(px $C_HELD v8), green px $(px $C_RENEWED v8), frame $(last live.frameMs v8) ms"
+check_eq "v8: no red bar (the legend's 12 x 10 px key is the only red)" 120 "$(px $C_RED "$T_TMP/v8.stats")"
+check "v8: sections drawn (>= 300 px)" test "$(px $C_HELD "$T_TMP/v8.stats")" -ge 300
+check "v8: renewals drawn" test "$(px $C_RENEWED "$T_TMP/v8.stats")" -ge 150
+echo "       v8: overlaps $(last live.overlaps v8), blue px $(px $C_HELD "$T_TMP/v8.stats"), green px $(px $C_RENEWED "$T_TMP/v8.stats"), frame $(last live.frameMs v8) ms"
 
 wait "$EVO_PID"; rc=$?
 check_eq "evolution --live-check: the rows ran" 0 "$rc"
@@ -255,7 +253,7 @@ echo "       restarts: $via1 -> $via2 -> $(last via restart), reconnects $(last 
 # rows follow one another under one page: at the reconnect the page lets the dead
 # holder's section go, and the next stack's sections are not red against it.
 NP=$(free_port)
-up v4 "$NP" || exit 1
+live_up v4 "$NP" || exit 1
 CDP_EVAL='[...lanes.values()].filter((l) => l.open).length' page 20 dead &
 PAGE_PID=$!
 for _ in $(seq 200); do   # until the page's stream is open (Chromium takes a while to start)
@@ -266,7 +264,7 @@ A=${INSTANCE_PORTS%% *}
 curl -s -m 10 -o /dev/null "http://127.0.0.1:$A/inventory/sale?item=it1&work_ms=5000" &
 sleep 1.5
 kill -9 "$(head -n 1 "$RUN/instance-$A.pid")"
-up v8 "$NP" || exit 1
+live_up v8 "$NP" || exit 1
 load 6
 wait $LOAD_PIDS "$PAGE_PID"
 check "a holder killed in its section: the page held its section open" \

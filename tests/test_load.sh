@@ -11,8 +11,6 @@ source tests/lib.sh
 LOAD=${SALE_LOAD:-build/sale-load}
 CHECK=${CHECK_HISTORY:-loadtest/check-history}
 
-# now_ms: the time in ms, for how long a run took.
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # summary OUT KEY: KEY of the summary's JSON line (the last line of OUT).
 summary() { tail -1 "$1" | jq -r --arg k "$2" '.[$k]'; }
 # lines FILE: the number of lines of FILE.
@@ -42,7 +40,7 @@ URL_B="http://127.0.0.1:$PB/inventory/sale"
 # work_ms=5 holds the lock 5 ms a sale: at most ~200 sales/s over both instances, so 150
 # units last most of a second whatever the machine's speed, and both instances sell.
 S=150
-redis-cli -p "$RP" set 'stock:{one}' $S >/dev/null
+item_set -p "$RP" one $S >/dev/null
 "$LOAD" --url "$URL_A?item=one&work_ms=5" -c 3 -d 2 --keys --history "$T_TMP/a.jsonl" >"$T_TMP/a.out" 2>&1 &
 la=$!
 "$LOAD" --url "$URL_B?item=one&work_ms=5" -c 3 -d 2 --keys --history "$T_TMP/b.jsonl" >"$T_TMP/b.out" 2>&1
@@ -77,7 +75,7 @@ check "the summary's JSON line has every key" sh -c "tail -1 $T_TMP/a.out | jq -
     'has(\"requests\") and (.by_status | type) == \"object\" and (.by_error | type) == \"object\"
      and has(\"no_answer\") and has(\"rps\") and has(\"p50_ms\") and has(\"p99_ms\") and has(\"seconds\")'"
 check "the summary counts sold_out by error" sh -c "tail -1 $T_TMP/a.out | jq -e '.by_error.sold_out > 0'"
-final=$(redis-cli -p "$RP" get 'stock:{one}')
+final=$(item_get -p "$RP" stock one)
 check_eq "check-history: the recorded history is possible (--final $final from Redis)" 0 \
     "$("$CHECK" "$H" --stock $S --final "$final" >"$T_TMP/check.out" 2>&1; echo $?)"
 cat "$T_TMP/check.out"
@@ -95,20 +93,20 @@ check_eq "check-history: the same history with one remaining duplicated is impos
 check "check-history: says a unit was sold twice" grep -q 'a unit of stock sold twice' "$T_TMP/dup.out"
 
 # --- --items: round robin over two items, item= of the URL replaced ---
-redis-cli -p "$RP" set 'stock:{two}' 40 >/dev/null
-redis-cli -p "$RP" set 'stock:{three}' 40 >/dev/null
+item_set -p "$RP" two 40 >/dev/null
+item_set -p "$RP" three 40 >/dev/null
 check_eq "--items two,three: exit 0" 0 \
     "$("$LOAD" --url "$URL_A?item=one" -c 2 -d 1 --items two,three --history "$T_TMP/i.jsonl" >"$T_TMP/i.out" 2>&1; echo $?)"
 check_eq "--items: every request asked for two or three, in turn (counts within 1)" "ok" \
     "$(jq -r .item "$T_TMP/i.jsonl" | sort | uniq -c | awk '{ n[$2] = $1 } END {
         d = n["two"] - n["three"]; print (length(n) == 2 && d <= 1 && d >= -1) ? "ok" : "bad" }')"
 check_eq "--items: no key without --keys" 0 "$(jq -r 'select(.key)' "$T_TMP/i.jsonl" | wc -l | tr -d ' ')"
-echo "{\"two\": $(redis-cli -p "$RP" get 'stock:{two}'), \"three\": $(redis-cli -p "$RP" get 'stock:{three}')}" >"$T_TMP/finals.json"
+echo "{\"two\": $(item_get -p "$RP" stock two), \"three\": $(item_get -p "$RP" stock three)}" >"$T_TMP/finals.json"
 check_eq "--items: check-history with --final-file: possible" 0 \
     "$("$CHECK" "$T_TMP/i.jsonl" --stock 40 --final-file "$T_TMP/finals.json" >/dev/null 2>&1; echo $?)"
 
 # --- --item-count K, uniform and Zipf ---
-for i in $(seq -f %04g 1 20); do printf 'SET stock:{item%s} 1000000\n' "$i"; done | redis-cli -p "$RP" >/dev/null
+item_key stock $(seq -f item%04g 1 20) | sed 's/^/SET /; s/$/ 1000000/' | redis-cli -p "$RP" >/dev/null
 check_eq "--item-count 20: exit 0" 0 \
     "$("$LOAD" --url "$URL_A" -c 4 -d 1 --item-count 20 --history "$T_TMP/u.jsonl" >/dev/null 2>&1; echo $?)"
 check_eq "  round robin over item0001..item0020: 20 items, counts within 1 of each other" "20 ok" \
@@ -127,7 +125,7 @@ check_eq "--items and --item-count: exit 2" 2 "$("$LOAD" --url "$URL_A" -c 1 -d 
 check_eq "--item-count 100001: exit 2" 2 "$("$LOAD" --url "$URL_A" -c 1 -d 1 --item-count 100001 >/dev/null 2>&1; echo $?)"
 
 # --- an instance killed mid-run: status 0, reconnects that back off, no hang ---
-redis-cli -p "$RP" set 'stock:{four}' 1000000 >/dev/null
+item_set -p "$RP" four 1000000 >/dev/null
 t0=$(now_ms)
 "$LOAD" --url "$URL_B?item=four" -c 3 -d 2 --timeout-ms 2000 --history "$T_TMP/k.jsonl" >"$T_TMP/k.out" 2>&1 &
 lk=$!
@@ -148,7 +146,7 @@ check "killed instance: refused reconnects counted, backing off (at most ~100/s 
     sh -c "n=\$(tail -1 $T_TMP/k.out | jq .connect_failures); [ \$n -ge 1 ] && [ \$n -le 600 ]"
 check_eq "killed instance: one line per request" "$(summary "$T_TMP/k.out" requests)" "$(lines "$T_TMP/k.jsonl")"
 check_eq "killed instance: check-history counts the status 0 as unknown: possible" 0 \
-    "$("$CHECK" "$T_TMP/k.jsonl" --stock 1000000 --final "$(redis-cli -p "$RP" get 'stock:{four}')" >/dev/null 2>&1; echo $?)"
+    "$("$CHECK" "$T_TMP/k.jsonl" --stock 1000000 --final "$(item_get -p "$RP" stock four)" >/dev/null 2>&1; echo $?)"
 
 # --- a server that accepts and never answers: --timeout-ms ---
 QP=$(free_port)

@@ -18,8 +18,6 @@ leftovers() {
     done
     [ -z "$(ls "$1"/*.pid 2>/dev/null)" ] || echo "pid files"
 }
-# field KEY: a value of the JSON line in $json (json_field, deploy/lib.sh).
-field() { json_field "$1" <<<"$json"; }
 
 # lt NAME ARGS...: loadtest/run with its run directory kept under $T_TMP/NAME; sets json, rc.
 lt() {

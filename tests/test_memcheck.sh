@@ -30,7 +30,7 @@ exited() { ! running "$1"; }      # a zombie has exited (running: tests/lib.sh)
 for mode in "atomic" "v8" "v8 --combine 8"; do
     set -- $mode
     log=$T_TMP/memcheck-${mode// /}.log
-    redis-cli -p "$REDIS_PORT" set "stock:{$ITEM}" 1000000 >/dev/null
+    item_set -p "$REDIS_PORT" "$ITEM" 1000000 >/dev/null
     VG_LOG=$log SERVICE_BIN=$T_TMP/memcheck start_service PORT \
         --redis "127.0.0.1:$REDIS_PORT" --lock "$@" --ttl-ms 5000 || { check "$mode: started under memcheck" false; continue; }
     pid=$SVC_PID

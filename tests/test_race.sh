@@ -28,8 +28,8 @@ hammer() {
 race() {
     local version=$1 work=$2 a b pid_a pid_b h1 h2 out="$T_TMP/race-$1.codes"
     SOLD="" STOCK_LEFT="" LEDGER="" OK="" TOTAL=""
-    rcli del "stock:{$ITEM}" "sold:{$ITEM}" "orders:{$ITEM}" "lock:{$ITEM}" >/dev/null
-    rcli set "stock:{$ITEM}" "$STOCK" >/dev/null
+    rcli del "$(item_key stock "$ITEM")" "$(item_key sold "$ITEM")" "$(item_key orders "$ITEM")" "$(item_key lock "$ITEM")" >/dev/null
+    item_set "$ITEM" "$STOCK" >/dev/null
     start_service a --redis "127.0.0.1:$REDIS_PORT" --lock "$version" --faults --name race-a || return 1
     pid_a=$SVC_PID
     start_service b --redis "127.0.0.1:$REDIS_PORT" --lock "$version" --faults --name race-b || return 1
@@ -40,8 +40,8 @@ race() {
     wait "$h1" "$h2"
     cat "$out.a" "$out.b" > "$out"
     kill "$pid_a" "$pid_b"; wait "$pid_a" "$pid_b" 2>/dev/null
-    SOLD=$(rcli get "sold:{$ITEM}") STOCK_LEFT=$(rcli get "stock:{$ITEM}")
-    LEDGER=$(rcli xlen "orders:{$ITEM}") OK=$(grep -c '^200$' "$out") TOTAL=$(wc -l < "$out")
+    SOLD=$(item_get sold "$ITEM") STOCK_LEFT=$(item_get stock "$ITEM")
+    LEDGER=$(rcli xlen "$(item_key orders "$ITEM")") OK=$(grep -c '^200$' "$out") TOTAL=$(wc -l < "$out")
 }
 
 start_redis || exit 1

@@ -11,13 +11,7 @@ cd "$(dirname "$0")/.."
 source tests/lib.sh
 
 BIN=${SERVICE_BIN:-build/inventory-service}
-on() { local p=$1; shift; redis-cli -p "$p" "$@"; }
-# sale PORT ITEM OUT [QUERY]: the sale's HTTP status; its body in OUT.
-sale() { curl -s -m 10 -o "$3" -w '%{http_code}' "http://127.0.0.1:$1/inventory/sale?item=$2${4:+&$4}"; }
-metric() { curl -s -m 2 "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
 error_of() { jq -r '.error // "none"' "$1" 2>/dev/null; }
-# Background curls are waited for by pid: T_PIDS (the servers) are not ours to wait on.
-wait_all() { local p; for p in $(jobs -p); do case " $T_PIDS " in *" $p "*) ;; *) wait "$p" ;; esac; done; }
 
 # --- flags -----------------------------------------------------------------------------
 "$BIN" --help | tr -s ' \n' ' ' > "$T_TMP/help"    # one line: phrases may wrap
@@ -32,14 +26,13 @@ check "deploy/up --help says the same of its --replicas" \
 # --- a master and one replica ------------------------------------------------------------
 start_redis --repl-diskless-sync-delay 0 || exit 1; M=$REDIS_PORT
 start_redis --replicaof 127.0.0.1 "$M" || exit 1; R=$REDIS_PORT R_PID=$REDIS_PID
-synced() { [ "$(printf 'SET p 1\nWAIT 1 200\n' | on "$M" | tail -n 1)" = 1 ]; }
-check "the replica acknowledges writes" wait_until 10 "" synced
-on "$M" mset 'stock:{v}' 10 'stock:{a}' 10 'stock:{z}' 0 'stock:{c}' 10 'stock:{p}' 10 >/dev/null
+check "the replica acknowledges writes" wait_until 10 "" replica_acks 127.0.0.1 "$M" 1
+rcli -p "$M" mset "$(item_key stock v)" 10 "$(item_key stock a)" 10 "$(item_key stock z)" 0 "$(item_key stock c)" 10 "$(item_key stock p)" 10 >/dev/null
 common=(--redis "127.0.0.1:$M" --replicas 1 --ttl-ms 10000 --wait-ms 8000)
 start_service V "${common[@]}" --lock v8 --faults --name rp-v8 || exit 1
 start_service T "${common[@]}" --lock atomic --name rp-atomic || exit 1
 start_service C "${common[@]}" --lock v8 --wait notify --combine 4 --faults --name rp-combine || exit 1
-wait_calls() { on "$M" info commandstats | sed -n 's/^cmdstat_wait:calls=\([0-9]*\),.*/\1/p'; }
+wait_calls() { rcli -p "$M" info commandstats | sed -n 's/^cmdstat_wait:calls=\([0-9]*\),.*/\1/p'; }
 grants() { metric "$1" inventory_lock_acquisitions_total; }
 # granted PORT N: the instance on PORT has confirmed N grants or more.
 granted() { [ "$(grants "$1")" -ge "$2" ]; }
@@ -62,23 +55,23 @@ check "v8, --replicas 1: the grant is confirmed (the replica is up)" \
 blip 1.0
 wait "$vpid"
 check_eq "v8 sale, replica frozen 1 s after the grant then thawed: 200" 200 "$(cat "$T_TMP/v1.code")"
-check_eq "  the replica has the new stock as the answer comes" 9 "$(replica_get 'stock:{v}')"
+check_eq "  the replica has the new stock as the answer comes" 9 "$(replica_get "$(item_key stock v)")"
 wait "$BLIP"
 blip 0.4
-check_eq "atomic sale, replica frozen 0.4 s: 200" 200 "$(sale "$T" a "$T_TMP/a1.json")"
-check_eq "  the replica has the new stock as the answer comes" 9 "$(replica_get 'stock:{a}')"
+check_eq "atomic sale, replica frozen 0.4 s: 200" 200 "$(SALE_BODY="$T_TMP/a1.json" sale "$T" a)"
+check_eq "  the replica has the new stock as the answer comes" 9 "$(replica_get "$(item_key stock a)")"
 wait "$BLIP"
 w0=$(wait_calls)
-check_eq "atomic sale, replica up: 200" 200 "$(sale "$T" a "$T_TMP/a1.json")"
+check_eq "atomic sale, replica up: 200" 200 "$(SALE_BODY="$T_TMP/a1.json" sale "$T" a)"
 check_eq "  one WAIT went with it (the master's command stats)" $((w0 + 1)) "$(wait_calls)"
-check_eq "  the replica has the new stock" 8 "$(replica_get 'stock:{a}')"
+check_eq "  the replica has the new stock" 8 "$(replica_get "$(item_key stock a)")"
 
 # --- --replicas 0: not one WAIT ----------------------------------------------------------
 start_service Z0 --redis "127.0.0.1:$M" --lock v8 --name rp-zero || exit 1
 start_service A0 --redis "127.0.0.1:$M" --lock atomic --name rp-zero-atomic || exit 1
 w0=$(wait_calls)
-check_eq "--replicas 0: a v8 sale, 200" 200 "$(sale "$Z0" p "$T_TMP/p.json")"
-check_eq "--replicas 0: an atomic sale, 200" 200 "$(sale "$A0" p "$T_TMP/p.json")"
+check_eq "--replicas 0: a v8 sale, 200" 200 "$(SALE_BODY="$T_TMP/p.json" sale "$Z0" p)"
+check_eq "--replicas 0: an atomic sale, 200" 200 "$(SALE_BODY="$T_TMP/p.json" sale "$A0" p)"
 check_eq "  no WAIT sent for either" "$w0" "$(wait_calls)"
 
 # --- (2) and (3) the replica frozen: outcome_unknown, and 409 for a sold-out sale ---------
@@ -92,16 +85,16 @@ for it in v z; do
 done
 check "v8: both grants confirmed before the freeze" wait_until 5 "" granted "$V" $((g0 + 2))
 kill -STOP "$R_PID"
-for it in a z; do sale "$T" "$it" "$T_TMP/a2-$it.json" > "$T_TMP/a2-$it.code" & done
+for it in a z; do SALE_BODY="$T_TMP/a2-$it.json" sale "$T" "$it" > "$T_TMP/a2-$it.code" & done
 wait_all
 check_eq "v8 sale, replica frozen: 503" 503 "$(cat "$T_TMP/v2-v.code")"
 check_eq "  outcome_unknown" outcome_unknown "$(error_of "$T_TMP/v2-v.json")"
 check "  its message says why: the replicas fell short, a failover may undo it" \
     jq -e '.message | test("fewer replicas than --replicas asks.*a failover may undo it")' "$T_TMP/v2-v.json"
-check_eq "  the write is on the master (stock 9 -> 8)" 8 "$(on "$M" get 'stock:{v}')"
+check_eq "  the write is on the master (stock 9 -> 8)" 8 "$(item_get -p "$M" stock v)"
 check_eq "atomic sale, replica frozen: 503" 503 "$(cat "$T_TMP/a2-a.code")"
 check_eq "  outcome_unknown" outcome_unknown "$(error_of "$T_TMP/a2-a.json")"
-check_eq "  the write is on the master (stock 8 -> 7)" 7 "$(on "$M" get 'stock:{a}')"
+check_eq "  the write is on the master (stock 8 -> 7)" 7 "$(item_get -p "$M" stock a)"
 check_eq "v8 sale of stock 0, replica frozen: 409, not 503" 409 "$(cat "$T_TMP/v2-z.code")"
 check_eq "  sold_out" sold_out "$(error_of "$T_TMP/v2-z.json")"
 check_eq "atomic sale of stock 0, replica frozen (its WAIT fell short too): 409, not 503" 409 \
@@ -115,14 +108,14 @@ check_eq "  outcome_unknown in inventory_sales_total too" "1 1" \
 check "  the metric has its HELP line" \
     sh -c "curl -s http://127.0.0.1:$V/metrics | grep -q '^# HELP inventory_sale_unreplicated_total '"
 kill -CONT "$R_PID"
-check "the replica thawed catches up" wait_until 10 "" synced
+check "the replica thawed catches up" wait_until 10 "" replica_acks 127.0.0.1 "$M" 1
 
 # --- (4) combined sales, replica frozen: every one outcome_unknown, none 200 --------------
 # Another owner holds lock:{c} for 300 ms, so the four sales queue and one grant serves
 # them in one batch (--combine 4); the grant is confirmed, then the replica frozen while
 # the batch works (700 ms); the batch's write is not replicated.
-on "$M" hset 'lock:{c}' outsider 1 >/dev/null
-on "$M" pexpire 'lock:{c}' 300 >/dev/null
+rcli -p "$M" hset "$(item_key lock c)" outsider 1 >/dev/null
+rcli -p "$M" pexpire "$(item_key lock c)" 300 >/dev/null
 g0=$(grants "$C")
 for i in 1 2 3 4; do
     curl -s -m 10 -o "$T_TMP/c-$i.json" -w '%{http_code}' \
@@ -136,27 +129,27 @@ check_eq "four combined sales, replica frozen: 503 each" "503 503 503 503" "$(fo
 check_eq "  outcome_unknown each" "outcome_unknown outcome_unknown outcome_unknown outcome_unknown" \
     "$(for i in 1 2 3 4; do error_of "$T_TMP/c-$i.json"; done | paste -sd' ' -)"
 check_eq "  in one batch" 1 "$(metric "$C" inventory_sale_batches_total)"
-check_eq "  written on the master (stock 10 -> 6)" 6 "$(on "$M" get 'stock:{c}')"
+check_eq "  written on the master (stock 10 -> 6)" 6 "$(item_get -p "$M" stock c)"
 check_eq "  counted: inventory_sale_unreplicated_total 4" 4 "$(metric "$C" inventory_sale_unreplicated_total)"
 check_eq "  no log line per request (one WARN at most a second)" "1 0" \
     "$(grep -c 'acknowledged by' "$T_TMP/svc-$C.log") $(grep -c '^.* request .*outcome_unknown' "$T_TMP/svc-$C.log")"
-check_eq "  the lock is given back" 0 "$(on "$M" exists 'lock:{c}')"
-check "the replica thawed catches up" wait_until 10 "" synced
+check_eq "  the lock is given back" 0 "$(rcli -p "$M" exists "$(item_key lock c)")"
+check "the replica thawed catches up" wait_until 10 "" replica_acks 127.0.0.1 "$M" 1
 
 # --- min-replicas-to-write: Redis refuses the write itself -------------------------------
 # A master with min-replicas-to-write 1 and no replica: the lock's try and the atomic sale
 # are refused at their first write (NOREPLICAS): 503 redis_unavailable, saying why, and
 # nothing written (was 500 "error" with Redis's message).
 start_redis --min-replicas-to-write 1 || exit 1; N=$REDIS_PORT
-on "$N" config set min-replicas-to-write 0 >/dev/null
-on "$N" set 'stock:{n}' 10 >/dev/null
-on "$N" config set min-replicas-to-write 1 >/dev/null
+rcli -p "$N" config set min-replicas-to-write 0 >/dev/null
+item_set -p "$N" n 10 >/dev/null
+rcli -p "$N" config set min-replicas-to-write 1 >/dev/null
 for lock in v8 v9 atomic; do
     start_service X --redis "127.0.0.1:$N" --lock "$lock" --name "norepl-$lock" || exit 1
     check_eq "min-replicas-to-write 1, no replica, $lock: 503 redis_unavailable" "503 redis_unavailable" \
-        "$(sale "$X" n "$T_TMP/n.json") $(error_of "$T_TMP/n.json")"
+        "$(SALE_BODY="$T_TMP/n.json" sale "$X" n) $(error_of "$T_TMP/n.json")"
     check "  it says why" grep -q 'too few replicas (min-replicas-to-write); nothing was written' "$T_TMP/n.json"
-    check_eq "  nothing written" 10 "$(on "$N" get 'stock:{n}')"
+    check_eq "  nothing written" 10 "$(item_get -p "$N" stock n)"
 done
 
 t_report

@@ -183,17 +183,16 @@ else
         python3 tests/png_stats.py "$T_TMP/shot.png" $C_OVERSOLD $C_RPS $C_STOCK $C_SOLD $C_MISS \
             > "$T_TMP/stats" 2>&1
         cat "$T_TMP/stats"
-        px() { awk -v k="$1" '$1 == k { print $2 }' "$T_TMP/stats"; }
         ge() { [ "${1:-0}" -ge "$2" ]; }
-        check_eq "screenshot: 1200x2400" "1200 2400" "$(px size) $(awk '$1 == "size" { print $3 }' "$T_TMP/stats")"
-        check "screenshot: not a blank page" ge "$(px nonwhite)" 100000
+        check_eq "screenshot: 1200x2400" "1200 2400" "$(px size "$T_TMP/stats") $(awk '$1 == "size" { print $3 }' "$T_TMP/stats")"
+        check "screenshot: not a blank page" ge "$(px nonwhite "$T_TMP/stats")" 100000
         # The v2 bar alone is about 40 x 220 px; every rps bar is over 100 px tall.
-        check "screenshot: oversold bars drawn" ge "$(px $C_OVERSOLD)" 5000
-        check "screenshot: sales/s bars drawn" ge "$(px $C_RPS)" 20000
+        check "screenshot: oversold bars drawn" ge "$(px $C_OVERSOLD "$T_TMP/stats")" 5000
+        check "screenshot: sales/s bars drawn" ge "$(px $C_RPS "$T_TMP/stats")" 20000
         # Legends are 3 x 196 px; the lines themselves add well over 1000 px each colour.
-        check "screenshot: stock lines drawn" ge "$(px $C_STOCK)" 2000
-        check "screenshot: sold lines drawn" ge "$(px $C_SOLD)" 2000
-        check "screenshot: NOT shown highlighted" ge "$(px $C_MISS)" 500
+        check "screenshot: stock lines drawn" ge "$(px $C_STOCK "$T_TMP/stats")" 2000
+        check "screenshot: sold lines drawn" ge "$(px $C_SOLD "$T_TMP/stats")" 2000
+        check "screenshot: NOT shown highlighted" ge "$(px $C_MISS "$T_TMP/stats")" 500
     fi
     # The counter must tell a page without charts apart: the empty page has none of the colours.
     timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \

@@ -15,76 +15,77 @@ RUN=$T_TMP/run
 trap 'deploy/down --run-dir "$RUN" --quiet >/dev/null 2>&1; t_cleanup' EXIT
 NGINX_P=$(free_port); REDIS_P=$(free_port); A=$(free_port); B=$(free_port)
 URL=http://127.0.0.1:$NGINX_P
-up() {
+# safety_up ARG...: deploy/up on this test's ports, AOF appendfsync always, ARGs added.
+safety_up() {
     deploy/up --run-dir "$RUN" --port "$NGINX_P" --redis-port "$REDIS_P" --instance-ports "$A,$B" \
         --fsync always "$@" >"$T_TMP/up.out" 2>&1 || { cat "$T_TMP/up.out"; return 1; }
 }
 # r ARG...: redis-cli to the stack's Redis, with its password.
 r() { REDIS_PORT=$REDIS_P REDIS_PASSWORD_FILE=$RUN/redis.pass rcli "$@"; }
 r_pings() { r ping 2>/dev/null | grep -q PONG; }
-# sale KEY [ITEM]: one sale through nginx with that Idempotency-Key; prints "CODE BODY".
-sale() { curl -s -m 10 -w '\n%{http_code}' -H "Idempotency-Key: $1" "$URL/inventory/sale?item=${2:-idem}" |
+# keyed_sale KEY [ITEM]: one sale through nginx with that Idempotency-Key; prints "CODE BODY".
+keyed_sale() { curl -s -m 10 -w '\n%{http_code}' -H "Idempotency-Key: $1" "$URL/inventory/sale?item=${2:-idem}" |
          awk '{ l[NR] = $0 } END { print l[NR], l[1] }'; }
-# field KEY: KEY of the JSON body in each line on stdin, a bare body or sale's "CODE BODY"
-# (json_field, deploy/lib.sh); nothing where the body has no KEY.
-field() { sed 's/^[0-9]\{3\} //' | json_field "$1"; }
+# answer_field KEY: KEY of the JSON body in each line on stdin, a bare body or keyed_sale's
+# "CODE BODY" (json_field, deploy/lib.sh); nothing where the body has no KEY.
+answer_field() { sed 's/^[0-9]\{3\} //' | json_field "$1"; }
 
 # --- duplicates at once, on both instances: one sale, one answer -------------------------
 for mode in "atomic" "v8" "v8 --combine 8"; do
     set -- $mode
-    up --lock "$@" || exit 1
+    safety_up --lock "$@" || exit 1
     deploy/stock 10 --item idem --run-dir "$RUN" >/dev/null
     key="dup-$RANDOM-$1"
-    for i in $(seq 20); do sale "$key" > "$T_TMP/dup.$i" & done
+    for i in $(seq 20); do keyed_sale "$key" > "$T_TMP/dup.$i" & done
     wait_pids=$(jobs -p); for p in $wait_pids; do wait "$p"; done
     check_eq "$mode: 20 copies of one purchase at once all answer 200" 20 \
         "$(cat "$T_TMP"/dup.* | grep -c '^200 ')"
     check_eq "$mode: ... with one answer (remaining 9, all alike)" "9" \
-        "$(cat "$T_TMP"/dup.* | field remaining | sort -u | paste -sd' ')"
+        "$(cat "$T_TMP"/dup.* | answer_field remaining | sort -u | paste -sd' ')"
     check_eq "$mode: ... the copies reached both instances" 2 \
         "$(curl -s "http://127.0.0.1:$A/metrics" "http://127.0.0.1:$B/metrics" |
            awk '$1 == "inventory_sales_total{result=\"ok\"}" && $2 > 0' | wc -l)"
     check_eq "$mode: sold 1, stock 9, one ledger entry" "1 9 1" \
-        "$(r get 'sold:{idem}') $(r get 'stock:{idem}') $(r xlen 'orders:{idem}')"
-    check_eq "$mode: 19 answered as replays" 19 "$(cat "$T_TMP"/dup.* | field replayed | grep -cx true)"
+        "$(r get "$(item_key sold idem)") $(r get "$(item_key stock idem)") $(r xlen "$(item_key orders idem)")"
+    check_eq "$mode: 19 answered as replays" 19 "$(cat "$T_TMP"/dup.* | answer_field replayed | grep -cx true)"
     rm -f "$T_TMP"/dup.*
 done
 
 # --- across a restart; the first answer, 409 too; another item; a bad key ------------------
-first=$(sale "keep-1")
+first=$(keyed_sale "keep-1")
 check_eq "a sale with a key: 200" 200 "${first%% *}"
-up --lock v8 --faults --ttl-ms 2000 || exit 1
-again=$(sale "keep-1")
+safety_up --lock v8 --faults --ttl-ms 2000 || exit 1
+again=$(keyed_sale "keep-1")
 check_eq "after a restart of the stack, the same key: the first answer again" \
-    "200 $(echo "$first" | field remaining) $(echo "$first" | field instance) true" \
-    "${again%% *} $(echo "$again" | field remaining) $(echo "$again" | field instance) $(echo "$again" | field replayed)"
-check_eq "... nothing more sold" 2 "$(r get 'sold:{idem}')"
+    "200 $(echo "$first" | answer_field remaining) $(echo "$first" | answer_field instance) true" \
+    "${again%% *} $(echo "$again" | answer_field remaining) $(echo "$again" | answer_field instance) $(echo "$again" | answer_field replayed)"
+check_eq "... nothing more sold" 2 "$(r get "$(item_key sold idem)")"
 deploy/stock 0 --item empty --run-dir "$RUN" >/dev/null
-check_eq "sold out with a key: 409" 409 "$(sale none-1 empty | cut -d' ' -f1)"
+check_eq "sold out with a key: 409" 409 "$(keyed_sale none-1 empty | cut -d' ' -f1)"
 deploy/stock 5 --item empty --run-dir "$RUN" >/dev/null
-out=$(sale none-1 empty)
+out=$(keyed_sale none-1 empty)
 check_eq "stock came back: the same key still answers its first answer, 409 (replayed)" "409 true" \
-    "${out%% *} $(echo "$out" | field replayed)"
-check_eq "... and sells nothing" 5 "$(r get 'stock:{empty}')"
-out=$(sale keep-1 empty)
+    "${out%% *} $(echo "$out" | answer_field replayed)"
+check_eq "... and sells nothing" 5 "$(r get "$(item_key stock empty)")"
+out=$(keyed_sale keep-1 empty)
 check_eq "the key reused for another item: 422 idempotency_key_reused" "422 idempotency_key_reused" \
-    "${out%% *} $(echo "$out" | field error)"
-check_eq "... nothing sold" 5 "$(r get 'stock:{empty}')"
+    "${out%% *} $(echo "$out" | answer_field error)"
+check_eq "... nothing sold" 5 "$(r get "$(item_key stock empty)")"
 check_eq "a key of 65 characters: 400" 400 \
     "$(curl -s -o /dev/null -w '%{http_code}' -H "Idempotency-Key: $(printf 'k%.0s' $(seq 65))" "$URL/inventory/sale?item=idem")"
 check_eq "a key with a space: 400" 400 \
     "$(curl -s -o /dev/null -w '%{http_code}' -H 'Idempotency-Key: a b' "$URL/inventory/sale?item=idem")"
-check "the record lives next to the item (idem:{I}:K), with a TTL" \
-    sh -c "[ \"\$(REDIS_PORT=$REDIS_P REDIS_PASSWORD_FILE=$RUN/redis.pass bash -c '. deploy/lib.sh; rcli pttl \"idem:{idem}:keep-1\"')\" -gt 86000000 ]"
+keep_record_lasts() { [ "$(r pttl "$(item_key idem idem):keep-1")" -gt 86000000 ]; }
+check "the record lives next to the item (idem:{I}:K), with a TTL" keep_record_lasts
 
 # --- the request id: nginx's, in the answer and in the ledger ------------------------------
 deploy/stock 5 --item rid --run-dir "$RUN" >/dev/null
 body=$(curl -s "$URL/inventory/sale?item=rid")
-rid=$(echo "$body" | field request_id)
+rid=$(echo "$body" | answer_field request_id)
 check "the answer carries nginx's request id (32 hex)" grep -qE '^[0-9a-f]{32}$' <<<"$rid"
-check_eq "the ledger entry carries it" "$rid" "$(r xrange 'orders:{rid}' - + | grep -A1 -x request | tail -n 1)"
+check_eq "the ledger entry carries it" "$rid" "$(r xrange "$(item_key orders rid)" - + | grep -A1 -x request | tail -n 1)"
 body=$(curl -s -H 'X-Request-Id: my-req-42' "http://127.0.0.1:$A/inventory/sale?item=rid")
-check_eq "a request id sent to the instance is used" "my-req-42" "$(echo "$body" | field request_id)"
+check_eq "a request id sent to the instance is used" "my-req-42" "$(echo "$body" | answer_field request_id)"
 
 # --- /metrics ---------------------------------------------------------------------------
 m=$(curl -s "http://127.0.0.1:$A/metrics"; curl -s "http://127.0.0.1:$B/metrics")
@@ -103,7 +104,7 @@ deploy/stock 5 --item lost --run-dir "$RUN" >/dev/null
 curl -s -m 10 -w '\n%{http_code}' -H "Idempotency-Key: lost-1" "$URL/inventory/sale?item=lost&work_ms=1000" |
     awk '{ l[NR] = $0 } END { print l[NR], l[1] }' > "$T_TMP/lost.out" &
 spid=$!
-wait_until 5 "" sh -c "[ \"\$(REDIS_PORT=$REDIS_P REDIS_PASSWORD_FILE=$RUN/redis.pass bash -c '. deploy/lib.sh; rcli exists lock:{lost}')\" = 1 ]"
+REDIS_PORT=$REDIS_P REDIS_PASSWORD_FILE=$RUN/redis.pass wait_until 5 "" redis_says 1 exists "$(item_key lock lost)"
 r client pause 10000 write >/dev/null
 sleep 1.5
 kill -9 "$(head -n 1 "$RUN/redis.pid")"
@@ -111,14 +112,14 @@ wait "$spid"
 out=$(cat "$T_TMP/lost.out")
 echo "    $out"
 check_eq "the reply never came: 503 outcome_unknown, naming the key" "503 outcome_unknown lost-1" \
-    "${out%% *} $(echo "$out" | field error) $(echo "$out" | field idempotency_key)"
+    "${out%% *} $(echo "$out" | answer_field error) $(echo "$out" | answer_field idempotency_key)"
 REDIS_CONF=$RUN/redis.conf redis_start "$REDIS_P" 127.0.0.1 always "$RUN/redis" "$RUN/redis.log" "$RUN/redis.pid"
 wait_until 10 "$REDIS_STARTED_PID" r_pings
-out=$(sale lost-1 lost); out2=$(sale lost-1 lost)
+out=$(keyed_sale lost-1 lost); out2=$(keyed_sale lost-1 lost)
 check_eq "Redis back: the retry with the key learns the outcome (not sold: sells now)" "200 4 -" \
-    "${out%% *} $(echo "$out" | field remaining) $(echo "$out" | field replayed)-"
+    "${out%% *} $(echo "$out" | answer_field remaining) $(echo "$out" | answer_field replayed)-"
 check_eq "... and again: the same answer, replayed; sold once" "200 4 true 1" \
-    "${out2%% *} $(echo "$out2" | field remaining) $(echo "$out2" | field replayed) $(r get 'sold:{lost}')"
+    "${out2%% *} $(echo "$out2" | answer_field remaining) $(echo "$out2" | answer_field replayed) $(r get "$(item_key sold lost)")"
 
 # --- nginx's own errors, as answers the service could give -----------------------------------
 kill -9 "$(head -n 1 "$RUN/instance-$B.pid")"
@@ -137,12 +138,12 @@ check "... as JSON: instance_unavailable or outcome_unknown, with the key" \
            and .idempotency_key == "down-1"' "$T_TMP/b503"
 check "... with Retry-After" grep -qi '^retry-after: 1' "$T_TMP/h503"
 code=$(curl -s -o "$T_TMP/b" -w '%{http_code}' "$URL/inventory/sale?item=$(head -c 20000 /dev/zero | tr '\0' a)")
-check_eq "a 20 KB URL through nginx: 400 bad_request (JSON)" "400 bad_request" "$code $(field error < "$T_TMP/b")"
+check_eq "a 20 KB URL through nginx: 400 bad_request (JSON)" "400 bad_request" "$code $(answer_field error < "$T_TMP/b")"
 deploy/down --run-dir "$RUN" --quiet
 
 # --- hostile clients over raw TCP, straight to an instance -------------------------------------
 start_redis || exit 1
-rcli set 'stock:{g}' 1000000 >/dev/null
+item_set g 1000000 >/dev/null
 # send PORT: writes stdin to the instance on PORT and prints the status of what it answers.
 send() {
     exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
@@ -176,12 +177,12 @@ done
 
 # --- SIGTERM: the sale in flight finishes, its lock is released, exit 0 ------------------------
 for lock in "v8" "v8 --combine 8"; do
-    rcli set 'stock:{g}' 5 >/dev/null
+    item_set g 5 >/dev/null
     start_service P --redis "127.0.0.1:$REDIS_PORT" --lock $lock --faults --wait-ms 2000 || exit 1
     pid=$SVC_PID
     curl -s -m 10 "http://127.0.0.1:$P/inventory/sale?item=g&work_ms=1500" > "$T_TMP/inflight" &
     cpid=$!
-    wait_until 5 "" sh -c "[ \"\$(redis-cli -p $REDIS_PORT exists 'lock:{g}')\" = 1 ]"
+    wait_until 5 "" redis_says 1 exists "$(item_key lock g)"
     t0=$(date +%s%N)
     kill -TERM "$pid"
     wait "$pid"; rc=$?
@@ -189,9 +190,9 @@ for lock in "v8" "v8 --combine 8"; do
     wait "$cpid"
     check_eq "$lock: SIGTERM mid-sale: exit 0" 0 "$rc"
     check "$lock: ... within --wait-ms + 1 s ($elapsed ms)" test "$elapsed" -lt 3000
-    check_eq "$lock: ... the sale in flight answered 200" true "$(field ok < "$T_TMP/inflight")"
+    check_eq "$lock: ... the sale in flight answered 200" true "$(answer_field ok < "$T_TMP/inflight")"
     check_eq "$lock: ... its lock released, its sale written" "0 4" \
-        "$(rcli exists 'lock:{g}') $(rcli get 'stock:{g}')"
+        "$(rcli exists "$(item_key lock g)") $(item_get stock g)"
     check "$lock: ... it said so in its log" grep -q 'stopping on SIGTERM' "$T_TMP/svc-$P.log"
 done
 

@@ -28,46 +28,45 @@ start_redis || exit 1
 MASTER=$REDIS_PORT MASTER_PID=$REDIS_PID
 start_redis --replicaof 127.0.0.1 "$MASTER" || exit 1
 REPLICA=$REDIS_PORT
-start_sentinels "$MASTER" 3000
+sentinels_up 3000 "$MASTER" "$REPLICA"
 sentinel_master() { redis-cli -p "$SENTINEL_PORT" sentinel get-master-addr-by-name shop 2>/dev/null | paste -sd: -; }
 check "the sentinels know the master" wait_until 10 "" sh -c "[ \"\$(redis-cli -p $SENTINEL_PORT sentinel get-master-addr-by-name shop | paste -sd: -)\" = 127.0.0.1:$MASTER ]"
 replica_synced() { [ "$(redis-cli -p "$REPLICA" info replication | tr -d '\r' | awk -F: '$1 == "master_link_status" { print $2 }')" = up ]; }
 check "the replica is in sync" wait_until 10 "" replica_synced
-redis-cli -p "$MASTER" set 'stock:{s}' 10 >/dev/null
+item_set -p "$MASTER" s 10 >/dev/null
 
-sale() { curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/inventory/sale?item=s"; }
 start_service S --sentinel "$SENTINELS" --sentinel-master shop --lock v8 --ttl-ms 2000 --name sent || exit 1
-check_eq "an instance on --sentinel sells" "200 200 200" "$(sale "$S") $(sale "$S") $(sale "$S")"
-check_eq "  on the master" 7 "$(redis-cli -p "$MASTER" get 'stock:{s}')"
+check_eq "an instance on --sentinel sells" "200 200 200" "$(sale "$S" s) $(sale "$S" s) $(sale "$S" s)"
+check_eq "  on the master" 7 "$(item_get -p "$MASTER" stock s)"
 check "  it says how it found Redis" grep -q "redis sentinel master shop" "$T_TMP/svc-$S.log"
 check "  /health answers" curl -sf -o /dev/null "http://127.0.0.1:$S/health"
 
 # --- the master dies; the sentinels promote the replica -----------------------------------
-replica_has() { [ "$(redis-cli -p "$REPLICA" get 'stock:{s}')" = 7 ]; }
+replica_has() { [ "$(item_get -p "$REPLICA" stock s)" = 7 ]; }
 check "the replica has the sales" wait_until 5 "" replica_has
 kill -9 "$MASTER_PID"
 killed_at=$(date +%s%N)
-promoted() { [ "$(sentinel_master)" = "127.0.0.1:$REPLICA" ]; }
-check "the sentinels promote the replica" wait_until 20 "" promoted
+replica_named() { [ "$(sentinel_master)" = "127.0.0.1:$REPLICA" ]; }
+check "the sentinels promote the replica" wait_until 20 "" replica_named
 promoted_at=$(date +%s%N)
 first_sale=""
 for _ in $(seq 100); do
-    if [ "$(sale "$S")" = 200 ]; then first_sale=$(date +%s%N); break; fi
+    if [ "$(sale "$S" s)" = 200 ]; then first_sale=$(date +%s%N); break; fi
     sleep 0.1
 done
 check "the instance sells on the promoted replica, not restarted" test -n "$first_sale"
 after_ms=$(( (${first_sale:-$promoted_at} - promoted_at) / 1000000 ))
 echo "    first sale ${after_ms} ms after the promotion was seen ($(( (promoted_at - killed_at) / 1000000 )) ms after the kill)"
 check "  within 3 s of the promotion" test "$after_ms" -lt 3000
-check_eq "  the new master has it" 6 "$(redis-cli -p "$REPLICA" get 'stock:{s}')"
+check_eq "  the new master has it" 6 "$(item_get -p "$REPLICA" stock s)"
 
 # --- bad input -------------------------------------------------------------------------
 start_service U --sentinel "$SENTINELS" --sentinel-master nosuch --lock v8 --name unknown || exit 1
-check_eq "a master name no sentinel knows: 503" 503 "$(sale "$U")"
+check_eq "a master name no sentinel knows: 503" 503 "$(sale "$U" s)"
 check "  a clear log line" grep -q "no sentinel knows a master named nosuch" "$T_TMP/svc-$U.log"
 dead=$(free_port)
 start_service D --sentinel "127.0.0.1:$dead" --sentinel-master shop --lock v8 --name nosentinel || exit 1
-check_eq "no sentinel answering: 503" 503 "$(sale "$D")"
+check_eq "no sentinel answering: 503" 503 "$(sale "$D" s)"
 check "  a clear log line" grep -q "no sentinel of 1 answered for master shop" "$T_TMP/svc-$D.log"
 check "  the body says redis_unavailable" sh -c "curl -s http://127.0.0.1:$D/inventory/sale?item=s | grep -q redis_unavailable"
 
@@ -97,10 +96,10 @@ start_redis --replicaof 127.0.0.1 "$NEW_MASTER" || exit 1
 LAGGARD=$REDIS_PORT
 rogue_sentinel lag 127.0.0.1 "$LAGGARD"
 start_service L --sentinel "127.0.0.1:$ROGUE" --sentinel-master lag --lock v8 --name laggard || exit 1
-before=$(redis-cli -p "$NEW_MASTER" get 'stock:{s}')
-check_eq "the sentinel names a replica as master: 503" 503 "$(sale "$L")"
+before=$(item_get -p "$NEW_MASTER" stock s)
+check_eq "the sentinel names a replica as master: 503" 503 "$(sale "$L" s)"
 check "  a clear log line" grep -q "named master by the sentinels, says it is a replica" "$T_TMP/svc-$L.log"
-check_eq "  nothing written" "$before" "$(redis-cli -p "$NEW_MASTER" get 'stock:{s}')"
+check_eq "  nothing written" "$before" "$(item_get -p "$NEW_MASTER" stock s)"
 remonitor "$ROGUE" lag "$NEW_MASTER"
 check "  once the sentinel names the master: it sells" sells_within "$L" 10
 
@@ -108,17 +107,17 @@ check "  once the sentinel names the master: it sells" sells_within "$L" 10
 # written to until they agree.
 start_redis || exit 1
 STRANGER=$REDIS_PORT
-redis-cli -p "$STRANGER" set 'stock:{s}' 50 >/dev/null
+item_set -p "$STRANGER" s 50 >/dev/null
 rogue_sentinel shop 127.0.0.1 "$STRANGER"
 start_service G --sentinel "$SENTINELS,127.0.0.1:$ROGUE" --sentinel-master shop --lock v8 --name disagree || exit 1
-before=$(redis-cli -p "$NEW_MASTER" get 'stock:{s}')
-check_eq "three sentinels name one master, a fourth another: 503" 503 "$(sale "$G")"
+before=$(item_get -p "$NEW_MASTER" stock s)
+check_eq "three sentinels name one master, a fourth another: 503" 503 "$(sale "$G" s)"
 check "  a clear log line" grep -q "the sentinels disagree: .* both say they are master shop" "$T_TMP/svc-$G.log"
 check_eq "  nothing written to either" "$before 50" \
-    "$(redis-cli -p "$NEW_MASTER" get 'stock:{s}') $(redis-cli -p "$STRANGER" get 'stock:{s}')"
+    "$(item_get -p "$NEW_MASTER" stock s) $(item_get -p "$STRANGER" stock s)"
 remonitor "$ROGUE" shop "$NEW_MASTER"
 check "  once they agree: it sells, on the master they name" sells_within "$G" 10
-check_eq "  the stranger untouched" 50 "$(redis-cli -p "$STRANGER" get 'stock:{s}')"
+check_eq "  the stranger untouched" 50 "$(item_get -p "$STRANGER" stock s)"
 
 # A master that stops answering without a reset (frozen: SIGSTOP; as behind a partition)
 # while a sale works 1 s inside its lock: its write and release, sent on the connection
@@ -129,13 +128,13 @@ start_redis || exit 1
 F_MASTER=$REDIS_PORT F_PID=$REDIS_PID
 start_redis --replicaof 127.0.0.1 "$F_MASTER" || exit 1
 F_REPLICA=$REDIS_PORT
-start_sentinels "$F_MASTER" 3000
+sentinels_up 3000 "$F_MASTER" "$F_REPLICA"
 F_SENTINEL=$SENTINEL_PORT
 f_names() { [ "$(redis-cli -p "$F_SENTINEL" sentinel get-master-addr-by-name shop 2>/dev/null | paste -sd: -)" = "127.0.0.1:$1" ]; }
-f_synced() { [ "$(redis-cli -p "$F_REPLICA" get 'stock:{f}')" = 100 ]; }
-redis-cli -p "$F_MASTER" set 'stock:{f}' 100 >/dev/null
-check "frozen master: the sentinels know it, the replica has the stock" \
-    sh -c "$(declare -f wait_until f_names f_synced); F_SENTINEL=$F_SENTINEL F_REPLICA=$F_REPLICA; wait_until 10 '' f_names $F_MASTER && wait_until 10 '' f_synced"
+f_synced() { [ "$(item_get -p "$F_REPLICA" stock f)" = 100 ]; }
+item_set -p "$F_MASTER" f 100 >/dev/null
+f_ready() { wait_until 10 '' f_names "$F_MASTER" && wait_until 10 '' f_synced; }
+check "frozen master: the sentinels know it, the replica has the stock" f_ready
 start_service F --sentinel "$SENTINELS" --sentinel-master shop --lock v8 --ttl-ms 2000 --faults --name frozen || exit 1
 check_eq "  a sale before" 200 "$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$F/inventory/sale?item=f")"
 sent=$(date +%s%N)
@@ -151,9 +150,9 @@ check "  the sale waiting on the frozen master answered before the 5 s command t
     test $(( (answered - sent) / 1000000 )) -lt 4500
 check "  within 1.5 s of the promotion" test $(( (answered - promoted) / 1000000 )) -lt 1500
 # (What the promoted replica has: the sale before may not have reached it when the master froze.)
-before=$(redis-cli -p "$F_REPLICA" get 'stock:{f}')
+before=$(item_get -p "$F_REPLICA" stock f)
 check_eq "  the next sale: 200, on the new master" "200 $((before - 1))" \
-    "$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$F/inventory/sale?item=f") $(redis-cli -p "$F_REPLICA" get 'stock:{f}')"
+    "$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$F/inventory/sale?item=f") $(item_get -p "$F_REPLICA" stock f)"
 kill -CONT "$F_PID"
 
 t_report

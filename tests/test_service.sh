@@ -29,7 +29,7 @@ check_answer() {
 }
 
 start_redis || exit 1
-rcli set 'stock:{inventory001}' 3 >/dev/null
+item_set inventory001 3 >/dev/null
 
 # --- flags ---------------------------------------------------------------------------
 "$BIN" --help > "$T_TMP/help" 2>&1
@@ -63,15 +63,15 @@ check "  answered as JSON" grep -qi '^content-type: application/json' "$HDRS"
 check_answer "POST /inventory/sale sells too" 200 POST "$U/inventory/sale" '"remaining":1'
 check_answer "the last one" 200 GET "$U/inventory/sale?item=inventory001" '"remaining":0'
 check_answer "sold out: 409" 409 GET "$U/inventory/sale" '"ok":false' '"error":"sold_out"' '"remaining":0'
-check_eq "sold out changed nothing: stock" 0 "$(rcli get 'stock:{inventory001}')"
-check_eq "sold counts the three sales" 3 "$(rcli get 'sold:{inventory001}')"
-check_eq "the ledger has one entry per sale" 3 "$(rcli xlen 'orders:{inventory001}')"
+check_eq "sold out changed nothing: stock" 0 "$(item_get stock inventory001)"
+check_eq "sold counts the three sales" 3 "$(item_get sold inventory001)"
+check_eq "the ledger has one entry per sale" 3 "$(rcli xlen "$(item_key orders inventory001)")"
 check "a ledger entry names the instance and what remained" \
-    sh -c "redis-cli -p $REDIS_PORT xrange 'orders:{inventory001}' - + | grep -qx svc-a"
+    sh -c "redis-cli -p $REDIS_PORT xrange '$(item_key orders inventory001)' - + | grep -qx svc-a"
 check_answer "GET /inventory after: stock 0, sold 3" 200 GET "$U/inventory" '"stock":0' '"sold":3'
 
 # Bad input: 400 with a message, and nothing sold.
-rcli set 'stock:{other}' 5 >/dev/null
+item_set other 5 >/dev/null
 long=$(printf 'x%.0s' $(seq 65))
 for q in "item=" "item=$long" "item=a%20b" "item=a/b" "item=%C3%A9" "bogus=1"; do
     check_answer "bad request '${q:0:20}': 400 with a message" 400 GET "$U/inventory/sale?$q" \
@@ -84,7 +84,7 @@ check_answer "GET /inventory takes no fault: 400" 400 GET "$U/inventory?work_ms=
 for q in "work_ms=5" "release_gap_ms=5" "nested=1"; do
     check_answer "fault $q without --faults: 403" 403 GET "$U/inventory/sale?item=other&$q" '"ok":false'
 done
-check_eq "nothing was sold by the refused requests" 5 "$(rcli get 'stock:{other}')"
+check_eq "nothing was sold by the refused requests" 5 "$(item_get stock other)"
 
 # Unknown path, wrong method.
 check_answer "unknown path: 404 JSON" 404 GET "$U/nope" '"error":"not_found"'
@@ -95,31 +95,31 @@ check_answer "PUT /health: 405" 405 PUT "$U/health" '"ok":false'
 
 # Missing or broken stock: a clear answer, never a crash, never a negative stock.
 check_answer "no stock key: 404 unknown_item with a message" 404 GET "$U/inventory/sale?item=ghost" \
-    '"error":"unknown_item"' 'stock:{ghost}'
-check_eq "  and no stock key was made up" 0 "$(rcli exists 'stock:{ghost}')"
-rcli set 'stock:{junk}' 'twelve' >/dev/null
+    '"error":"unknown_item"' "$(item_key stock ghost)"
+check_eq "  and no stock key was made up" 0 "$(rcli exists "$(item_key stock ghost)")"
+item_set junk 'twelve' >/dev/null
 check_answer "a stock that is not an integer: 500 bad_stock" 500 GET "$U/inventory/sale?item=junk" \
     '"error":"bad_stock"' '"message":'
-check_eq "  left as it was" twelve "$(rcli get 'stock:{junk}')"
+check_eq "  left as it was" twelve "$(item_get stock junk)"
 check_answer "GET /inventory of a broken stock: 500 bad_stock" 500 GET "$U/inventory?item=junk" '"error":"bad_stock"'
-rcli set 'stock:{neg}' -2 >/dev/null
+item_set neg -2 >/dev/null
 check_answer "a negative stock is sold out: 409" 409 GET "$U/inventory/sale?item=neg" '"error":"sold_out"'
-check_eq "  and does not go lower" -2 "$(rcli get 'stock:{neg}')"
-rcli hset 'stock:{wrongtype}' a 1 >/dev/null
+check_eq "  and does not go lower" -2 "$(item_get stock neg)"
+rcli hset "$(item_key stock wrongtype)" a 1 >/dev/null
 check_answer "a stock key of the wrong type: 500, not a crash" 500 GET "$U/inventory/sale?item=wrongtype" '"ok":false'
 
 # The lock is held by someone else: 503 lock_timeout with Retry-After, within the wait limit.
-rcli set 'stock:{held}' 5 >/dev/null
-rcli hset 'lock:{held}' 'someone-else:1' 1 >/dev/null
+item_set held 5 >/dev/null
+rcli hset "$(item_key lock held)" 'someone-else:1' 1 >/dev/null
 t0=$(date +%s%N)
 check_answer "lock held elsewhere: 503 lock_timeout" 503 GET "$U/inventory/sale?item=held" \
     '"ok":false' '"error":"lock_timeout"'
 t1=$(date +%s%N)
 check "  with Retry-After" grep -qi '^retry-after: ' "$HDRS"
 check "  after about the wait limit (300 ms), not forever" test $(( (t1 - t0) / 1000000 )) -lt 5000
-check_eq "  and nothing sold" 5 "$(rcli get 'stock:{held}')"
-check_eq "  the other's lock left alone" 1 "$(rcli hget 'lock:{held}' 'someone-else:1')"
-rcli del 'lock:{held}' >/dev/null
+check_eq "  and nothing sold" 5 "$(item_get stock held)"
+check_eq "  the other's lock left alone" 1 "$(rcli hget "$(item_key lock held)" 'someone-else:1')"
+rcli del "$(item_key lock held)" >/dev/null
 check_answer "once it is free, the sale goes through" 200 GET "$U/inventory/sale?item=held" '"remaining":4'
 
 # Keep-alive: two requests, one connection.
@@ -151,7 +151,7 @@ redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
 REDIS_PID=$!
 T_PIDS="$T_PIDS $REDIS_PID"
 for _ in $(seq 100); do rcli ping >/dev/null 2>&1 && break; sleep 0.05; done
-rcli set 'stock:{inventory001}' 2 >/dev/null
+item_set inventory001 2 >/dev/null
 check_answer "Redis back: /health 200 without a restart" 200 GET "$U/health" '"ok":true'
 check_answer "Redis back: the sale works (scripts reloaded after NOSCRIPT)" 200 GET \
     "$U/inventory/sale" '"remaining":1'
@@ -159,7 +159,7 @@ check "it logged the recovery" grep -q 'reachable again' "$T_TMP/svc-$P.log"
 
 # --- the teaching faults, with --faults --------------------------------------------
 start_service F --redis "127.0.0.1:$REDIS_PORT" --lock v6 --faults --wait-ms 400 --name svc-f || exit 1
-rcli set 'stock:{f}' 10 >/dev/null
+item_set f 10 >/dev/null
 for q in "work_ms=-1" "work_ms=abc" "work_ms=99999999999999999999" "work_ms=60001" "nested=2" \
          "release_gap_ms=1.5"; do
     check_answer "fault $q out of range: 400" 400 GET "http://127.0.0.1:$F/inventory/sale?item=f&$q" \
@@ -171,15 +171,15 @@ check "  it took at least 300 ms" test $(( ($(date +%s%N) - t0) / 1000000 )) -ge
 check_answer "release_gap_ms=50 sells" 200 GET "http://127.0.0.1:$F/inventory/sale?item=f&release_gap_ms=50" '"remaining":8'
 check_answer "v6 nested=1 (flaw): waits on itself, 503 lock_timeout" 503 GET \
     "http://127.0.0.1:$F/inventory/sale?item=f&nested=1" '"error":"lock_timeout"'
-check_eq "  nothing sold" 8 "$(rcli get 'stock:{f}')"
-check_eq "  and its lock was given back" 0 "$(rcli exists 'lock:{f}')"
-o=$(rcli get 'overlaps:{f}')
+check_eq "  nothing sold" 8 "$(item_get stock f)"
+check_eq "  and its lock was given back" 0 "$(rcli exists "$(item_key lock f)")"
+o=$(item_get overlaps f)
 check_eq "the probe saw no overlap" 0 "${o:-0}"
-check_eq "the probe is empty: every sale that entered left" 0 "$(rcli scard 'probe:{f}')"
+check_eq "the probe is empty: every sale that entered left" 0 "$(rcli scard "$(item_key probe f)")"
 
 start_service R --redis "127.0.0.1:$REDIS_PORT" --lock v7 --faults --wait-ms 400 --name svc-r || exit 1
 check_answer "v7 nested=1: reentrant, sells" 200 GET "http://127.0.0.1:$R/inventory/sale?item=f&nested=1" '"remaining":7'
-check_eq "  and the lock is gone after both releases" 0 "$(rcli exists 'lock:{f}')"
+check_eq "  and the lock is gone after both releases" 0 "$(rcli exists "$(item_key lock f)")"
 
 start_service W --redis "127.0.0.1:$REDIS_PORT" --lock v8 --faults --ttl-ms 300 --name svc-w || exit 1
 check_answer "v8 work_ms=1000 on a 300 ms lease: the watchdog holds it" 200 GET \
@@ -193,8 +193,8 @@ start_service A --redis "127.0.0.1:$REDIS_PORT" --lock atomic --faults --name sv
 check_answer "atomic: sells by one script" 200 GET "http://127.0.0.1:$A/inventory/sale?item=f" '"lock":"atomic"' '"remaining":5'
 check_answer "atomic: no lock to fault: 400" 400 GET "http://127.0.0.1:$A/inventory/sale?item=f&work_ms=5" '"error":"bad_request"'
 check_eq "sold + stock is still the start (10) after every answer above" 10 \
-    "$(( $(rcli get 'sold:{f}') + $(rcli get 'stock:{f}') ))"
-check_eq "one ledger entry per 200" "$(rcli get 'sold:{f}')" "$(rcli xlen 'orders:{f}')"
+    "$(( $(item_get sold f) + $(item_get stock f) ))"
+check_eq "one ledger entry per 200" "$(item_get sold f)" "$(rcli xlen "$(item_key orders f)")"
 
 # A clean stop on SIGTERM.
 kill "$SVC_PID"

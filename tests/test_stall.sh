@@ -11,6 +11,7 @@ source tests/lib.sh
 
 BIN=${SERVICE_BIN:-build/inventory-service}
 PORT=$(free_port)
+REDIS_PORT=$PORT   # the Redis rcli and item_set talk to
 DIR=$T_TMP/aof
 mkdir -p "$DIR"
 
@@ -22,14 +23,11 @@ redis_up() {
     T_PIDS="$T_PIDS $R_PID"
     wait_until 10 "" sh -c "redis-cli -p $PORT ping 2>/dev/null | grep -q PONG"
 }
-on() { redis-cli -p "$PORT" "$@"; }
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
-sale() { curl -s -m 10 -o "$T_TMP/last.json" -w '%{http_code}' "http://127.0.0.1:$1/inventory/sale?item=$2${3:+&$3}"; }
 
 # stall_case LOCK: the choreography above on one version; prints checks.
 stall_case() {
     local lock=$1 item="stall-$1" a b a_pid b_pid code t0 gap=none tries=0 pttl1 sold_a=0 owner
-    on set "stock:{$item}" 100 >/dev/null
+    item_set "$item" 100 >/dev/null
     start_service A --redis "127.0.0.1:$PORT" --lock "$lock" --faults --wait-ms 1000 --name "stall-a-$lock" || return 1
     a=$A a_pid=$SVC_PID
     start_service B --redis "127.0.0.1:$PORT" --lock "$lock" --faults --wait-ms 1000 --name "stall-b-$lock" || return 1
@@ -40,17 +38,17 @@ stall_case() {
     curl -s -m 20 -o "$T_TMP/a.json" -w '%{http_code}' \
         "http://127.0.0.1:$a/inventory/sale?item=$item&work_ms=1500" > "$T_TMP/a.code" &
     local apid=$!
-    wait_until 5 "" sh -c "[ \"\$(redis-cli -p $PORT exists 'lock:{$item}')\" = 1 ]"
+    wait_until 5 "" redis_says 1 exists "$(item_key lock "$item")"
     sleep 0.3
     kill -9 "$R_PID"; wait "$R_PID" 2>/dev/null
     wait "$apid"
     check_eq "$lock: A's sale, its Redis gone mid-work, answers 503" 503 "$(cat "$T_TMP/a.code")"
     redis_up || { echo "redis did not restart"; return 1; }
     t0=$(now_ms)
-    check_eq "$lock: the lock held at the crash came back from the AOF" 1 "$(on exists "lock:{$item}")"
-    pttl1=$(on pttl "lock:{$item}")
+    check_eq "$lock: the lock held at the crash came back from the AOF" 1 "$(rcli exists "$(item_key lock "$item")")"
+    pttl1=$(rcli pttl "$(item_key lock "$item")")
     check "  with most of its lease left ($pttl1 ms)" test "$pttl1" -gt 20000
-    owner=$(on hkeys "lock:{$item}" | grep -v '^:' | head -n 1)
+    owner=$(rcli hkeys "$(item_key lock "$item")" | grep -v '^:' | head -n 1)
 
     # Sales on A and B in turn, as nginx would send them, until B sells.
     t0=$(now_ms)
@@ -60,19 +58,19 @@ stall_case() {
         code=$(sale "$b" "$item"); tries=$((tries+1))
         if [ "$code" = 200 ]; then gap=$(( $(now_ms) - t0 )); break; fi
     done
-    echo "  (A sold $sold_a meanwhile; the lock now: $(on hgetall "lock:{$item}" | paste -sd" " -), PTTL $(on pttl "lock:{$item}") ms)"
+    echo "  (A sold $sold_a meanwhile; the lock now: $(rcli hgetall "$(item_key lock "$item")" | paste -sd" " -), PTTL $(rcli pttl "$(item_key lock "$item")") ms)"
     check "$lock: B sold ${gap} ms after Redis was back ($tries sales tried): within 5 s" \
         test "$gap" != none -a "${gap%none}" -lt 5000
     check "  A had given its lock back (its metrics count it)" \
         test "$(curl -s "http://127.0.0.1:$a/metrics" | awk '$1 == "inventory_lock_given_back_total" { print $2 }')" -ge 1
-    check_eq "  no lock left once the sales are done" 0 "$(on exists "lock:{$item}")"
+    check_eq "  no lock left once the sales are done" 0 "$(rcli exists "$(item_key lock "$item")")"
 
     # A copy of the data that still has the abandoned lock becomes the data Redis (as a
     # second failover would make it): the lock is back, and every connection is new. A
     # gives it back again; B sells.
-    on hset "lock:{$item}" "$owner" 1 >/dev/null
-    on pexpire "lock:{$item}" 20000 >/dev/null
-    on client kill type normal >/dev/null
+    rcli hset "$(item_key lock "$item")" "$owner" 1 >/dev/null
+    rcli pexpire "$(item_key lock "$item")" 20000 >/dev/null
+    rcli client kill type normal >/dev/null
     t0=$(now_ms) gap=none tries=0
     while [ $(( $(now_ms) - t0 )) -lt 15000 ]; do
         sale "$a" "$item" >/dev/null; tries=$((tries+1))
@@ -91,7 +89,7 @@ stall_case() {
 # of its sales renews. Its id retired, it takes the lock anew.
 reenter_case() {
     local item=reenter a b pttl
-    on set "stock:{$item}" 100 >/dev/null
+    item_set "$item" 100 >/dev/null
     start_service A --redis "127.0.0.1:$PORT" --lock v8 --faults --wait-ms 1000 --name stall-ka-a || return 1
     a=$A
     start_service B --redis "127.0.0.1:$PORT" --lock v8 --faults --wait-ms 1000 --name stall-ka-b || return 1
@@ -116,18 +114,18 @@ PY
     python3 "$T_TMP/ka.py" "$a" "$T_TMP/state" > "$T_TMP/ka.out" 2>&1 &
     local kpid=$!
     T_PIDS="$T_PIDS $kpid"
-    wait_until 5 "" sh -c "[ \"\$(redis-cli -p $PORT exists 'lock:{$item}')\" = 1 ]"
+    wait_until 5 "" redis_says 1 exists "$(item_key lock "$item")"
     sleep 0.3
     kill -9 "$R_PID"; wait "$R_PID" 2>/dev/null
     wait_until 10 "" sh -c "[ -s $T_TMP/ka.out ]"
     redis_up || { echo "redis did not restart"; return 1; }
-    check_eq "keep-alive: the lock held at the crash came back" 1 "$(on exists "lock:{$item}")"
+    check_eq "keep-alive: the lock held at the crash came back" 1 "$(rcli exists "$(item_key lock "$item")")"
     echo up > "$T_TMP/state"
     wait "$kpid"
     check_eq "keep-alive: the work sale 503, then the same connection's next sale 200" "503 200" \
         "$(paste -sd' ' "$T_TMP/ka.out")"
-    pttl=$(on pttl "lock:{$item}")
-    check_eq "  it did not re-enter the abandoned lock (no lock left; PTTL $pttl)" 0 "$(on exists "lock:{$item}")"
+    pttl=$(rcli pttl "$(item_key lock "$item")")
+    check_eq "  it did not re-enter the abandoned lock (no lock left; PTTL $pttl)" 0 "$(rcli exists "$(item_key lock "$item")")"
     check_eq "  B sells at once" 200 "$(sale "$b" "$item")"
 }
 

@@ -278,4 +278,25 @@ unnamed=""
 for f in $sale $locators; do echo "$map_paths" | grep -qxF "$f" || unnamed="$unnamed $f"; done
 check_eq "README.md's folder map names the sale and the locators (where a key's server is chosen)" "" "${unnamed# }"
 
+# --- the shell: a function written once; an item's keys formatted in one place ---
+# Every shell file of deploy/, loadtest/, tests/, model/ and .ci/ (a *.sh, or a bash
+# script); each function name defined (NAME() { or function NAME) in two of them is listed
+# with the files; so is every line, but in deploy/lib.sh and comments, that formats a key
+# of an item by hand (KIND:{ followed by a $).
+shell_files=$(for f in deploy/* loadtest/* loadtest/scenarios/*.sh tests/*.sh tests/run model/check model/diagram .ci/run; do
+    [ -f "$f" ] || continue
+    case $f in *.sh) echo "$f" ;; *) head -n 1 "$f" | grep -q '^#!.*\bbash\b' && echo "$f" ;; esac
+done)
+check "the shell files found: over 60, deploy/lib.sh, loadtest/run, a scenario and tests/run among them" \
+    test "$(echo "$shell_files" | wc -l)" -gt 60 -a \
+         "$(echo "$shell_files" | grep -cxE 'deploy/lib.sh|loadtest/run|loadtest/scenarios/pause.sh|tests/run')" = 4
+dups=$(for f in $shell_files; do
+        sed -nE 's/^[[:space:]]*(function[[:space:]]+)?([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*\(\)[[:space:]]*\{.*/\2/p
+                 s/^[[:space:]]*function[[:space:]]+([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*\{.*/\1/p' "$f" |
+            sort -u | sed "s|\$| $f|"
+    done | awk '{ n[$1]++; at[$1] = at[$1] " " $2 } END { for (k in n) if (n[k] > 1) print k ":" at[k] }' | sort)
+check_eq "no shell function is defined twice under one name" "" "$dups"
+keys=$(grep -nE '[a-z]+:\{\$' $shell_files | grep -v '^deploy/lib\.sh:' | grep -vE '^[^:]+:[0-9]+:[[:space:]]*#')
+check_eq "no shell file but deploy/lib.sh formats an item's key by hand (item_key)" "" "$keys"
+
 t_report

@@ -46,7 +46,7 @@
 # Verdict: the flaw when the data shows it: oversold, acknowledged sales lost, stock sold
 # twice, or a history the checker finds impossible. Two holders whose stale write a fence
 # refuses (409 lease_lost) are reported (overlaps), not the flaw: as in pause.sh.
-# (now_ms, sale_load_summary: loadtest/run's; mono_offset_ns, mono_now_ns, history_report,
+# (now_ms, sale_load_summary: deploy/lib.sh's; mono_start, mono_now_ns, history_report,
 # history_check, history_answers: lib.sh's; host_*: hosts.sh's.)
 
 defaults_clock_jump="ttl=1000 wait=3000 stock=100000 hosts=6"
@@ -54,10 +54,10 @@ defaults_clock_jump_forward=$defaults_clock_jump
 defaults_clock_jump_monotonic=$defaults_clock_jump
 defaults_clock_jump_redis=$defaults_clock_jump
 
-scenario_clock_jump() { clock_play instance -10 wall; }
-scenario_clock_jump_forward() { clock_play instance +10 wall; }
-scenario_clock_jump_monotonic() { clock_play instance -10 monotonic; }
-scenario_clock_jump_redis() { clock_play redis +10 wall; }
+scenario_clock_jump() { clock_play instance -10 wall "$@"; }
+scenario_clock_jump_forward() { clock_play instance +10 wall "$@"; }
+scenario_clock_jump_monotonic() { clock_play instance -10 monotonic "$@"; }
+scenario_clock_jump_redis() { clock_play redis +10 wall "$@"; }
 
 # faketime_lib: the path of Debian's libfaketime (FAKETIME_LIB overrides); fails without.
 faketime_lib() {
@@ -72,76 +72,82 @@ faketime_lib() {
 # that no reader sees it half written.
 set_clock() { echo "$2" > "$1.new" && mv "$1.new" "$1"; }
 
-# clock_stack WHO CLOCKS FILE: the layout above; the process WHO names (instance: A;
-# redis: the lock's Redis) reads its clock through FILE (CLOCKS: wall, or monotonic too).
+# clock_stack WHO CLOCKS FILE RUN FSYNC ITEM STOCK [INSTANCE_ARG...]: the layout above in
+# the run directory RUN, ITEM's stock set to STOCK; the process WHO names (instance: A;
+# redis: the lock's Redis) reads its clock through FILE (CLOCKS: wall, or monotonic too);
+# INSTANCE_ARGs (instance_flags, --lock first) go to both instances.
 clock_stack() {
-    local who=$1 clocks=$2 file=$3 lib wrap_a="" wrap_r="" masters=0 h
+    local who=$1 clocks=$2 file=$3 run=$4 fsync=$5 item=$6 stock=$7 lib wrap_a="" wrap_r="" masters=0 h
+    shift 7
     set_clock "$file" +0
     if [ "$who" = instance ]; then
         lib=$(faketime_lib) || { SCN_OBSERVED="libfaketime not found (Debian: libfaketime)"; return 1; }
-        wrap_a="env LD_PRELOAD=$ROOT/build/clockstep.so:$lib FAKETIME_TIMESTAMP_FILE=$file FAKETIME_NO_CACHE=1"
+        wrap_a="env LD_PRELOAD=$BUILD_DIR/clockstep.so:$lib FAKETIME_TIMESTAMP_FILE=$file FAKETIME_NO_CACHE=1"
         [ "$clocks" = monotonic ] || wrap_a="$wrap_a FAKETIME_DONT_FAKE_MONOTONIC=1"
     else
-        wrap_r="env LD_PRELOAD=$ROOT/build/clockstep.so CLOCKSTEP_FILE=$file"
+        wrap_r="env LD_PRELOAD=$BUILD_DIR/clockstep.so CLOCKSTEP_FILE=$file"
     fi
-    case $LOCK in v10|redlock) masters=3 ;; esac   # as deploy/up: redlock's own servers
-    hosts_stack_up $(( 3 + masters )) || { SCN_OBSERVED="deploy/hosts up failed"; return 1; }
+    case $2 in v10|redlock) masters=3 ;; esac   # (--lock V) as deploy/up: redlock's own servers
+    hosts_stack_up "$run" $(( 3 + masters )) "$fsync" || { SCN_OBSERVED="deploy/hosts up failed"; return 1; }
     REDIS_WRAP=$([ "$masters" = 0 ] && echo "$wrap_r") host_redis h1 ||
-        { SCN_OBSERVED="the Redis on h1 did not start: $(tail -n 2 "$RUN_DIR/redis.log")"; return 1; }
+        { SCN_OBSERVED="the Redis on h1 did not start: $(tail -n 2 "$STACK_DIR/redis.log")"; return 1; }
     for h in $(seq 4 $(( 3 + masters ))); do
         REDIS_WRAP=$([ "$h" = 4 ] && echo "$wrap_r") host_lock_master "h$h" ||
             { SCN_OBSERVED="the lock master on h$h did not start"; return 1; }
     done
-    INSTANCE_WRAP=$wrap_a host_instance h2 ||
-        { SCN_OBSERVED="instance A did not start: $(tail -n 2 "$RUN_DIR/instance-h2.log")"; return 1; }
-    host_instance h3 || { SCN_OBSERVED="instance B did not start: $(tail -n 2 "$RUN_DIR/instance-h3.log")"; return 1; }
-    rcli set "stock:{$ITEM}" "$STOCK" >/dev/null && rcli del "sold:{$ITEM}" "orders:{$ITEM}" >/dev/null
+    INSTANCE_WRAP=$wrap_a host_instance h2 "$@" ||
+        { SCN_OBSERVED="instance A did not start: $(tail -n 2 "$STACK_DIR/instance-h2.log")"; return 1; }
+    host_instance h3 "$@" || { SCN_OBSERVED="instance B did not start: $(tail -n 2 "$STACK_DIR/instance-h3.log")"; return 1; }
+    item_set "$item" "$stock" >/dev/null && rcli del "$(item_key sold "$item")" "$(item_key orders "$item")" >/dev/null
 }
 
-# a_in_probe: the probe's entry of the sale of A inside the lock now (its instance's name,
-# its owner, a sequence number), if any.
-a_in_probe() { rcli smembers "probe:{$ITEM}" | grep '^inventory-h2:' | head -n 1; }
-# a_entered_anew OLD: a sale of A is inside the lock now, and not the one of entry OLD.
-a_entered_anew() { local m; m=$(a_in_probe); [ -n "$m" ] && [ "$m" != "$1" ]; }
+# a_in_probe ITEM: the probe's entry of the sale of A inside ITEM's lock now (its
+# instance's name, its owner, a sequence number), if any.
+a_in_probe() { rcli smembers "$(item_key probe "$1")" | grep '^inventory-h2:' | head -n 1; }
+# a_entered_anew ITEM OLD: a sale of A is inside the lock now, and not the one of entry OLD.
+a_entered_anew() { local m; m=$(a_in_probe "$1"); [ -n "$m" ] && [ "$m" != "$2" ]; }
 # host_metric H NAME: the metric NAME of H's instance (nothing when it does not answer).
 host_metric() {
     in_host "$1" curl -s -m 2 "http://$(host_addr "$1"):$H_INSTANCE_PORT/metrics" |
         awk -v m="$2" '$1 == m { print $2 }'
 }
 
-# clock_play WHO STEP CLOCKS: plays the scenario: WHO's clock (instance A's, or the lock's
-# Redis's) moved by STEP seconds, its wall clock only or (CLOCKS monotonic) its monotonic
-# one too.
+# clock_play WHO STEP CLOCKS WORD...: plays the scenario (the words: scenarios/lib.sh's):
+# WHO's clock (instance A's, or the lock's Redis's) moved by STEP seconds, its wall clock
+# only or (CLOCKS monotonic) its monotonic one too.
 clock_play() {
-    local who=$1 step=$2 clocks=$3 before_s=1 after_s=${SECS:-10} hist=$SCN_DIR/history.jsonl
-    local file=$RUN_DIR/clock total enter_s jump_ns renewals lost_leases what
-    [ -x "$ROOT/build/sale-load" ] && [ -f "$ROOT/build/clockstep.so" ] ||
+    local who=$1 step=$2 clocks=$3; shift 3
+    local "$@"
+    local before_s=1 after_s=${secs:-10} hist=$dir/history.jsonl
+    local file=$stack/clock total enter_s jump_ns renewals lost_leases what svc
+    [ -x "$BUILD_DIR/sale-load" ] && [ -f "$BUILD_DIR/clockstep.so" ] ||
         { SCN_OBSERVED="build/sale-load or build/clockstep.so not built (make)"; return 1; }
-    clock_stack "$who" "$clocks" "$file" || return 1
-    MONO_OFFSET=$(mono_offset_ns)
+    mapfile -t svc < <(instance_flags "$@")
+    clock_stack "$who" "$clocks" "$file" "$stack" "$fsync" "$item" "$stock" "${svc[@]}" || return 1
+    mono_start
     # Long enough for a sale of A to enter after before_s, then after_s more (the loads
     # end after_s after the jump: loads_stop). A's two
     # connections wait for the lock among B's four: a new sale of A may take a few of its
     # sales' work to get in (on a slow machine more than one), so the wait allows three.
-    enter_s=$(( (TTL_MS * 2 * 3 + 999) / 1000 + 1 ))
+    enter_s=$(( (ttl_ms * 2 * 3 + 999) / 1000 + 1 ))
     total=$(( before_s + enter_s + after_s ))
-    LOAD_QUERY="work_ms=$(( TTL_MS * 2 ))" host_load h2 "$total" 2 A
-    LOAD_QUERY="work_ms=50" host_load h3 "$total" 4 B
+    host_load "$dir" "$item" h2 "$total" 2 A "work_ms=$(( ttl_ms * 2 ))"
+    host_load "$dir" "$item" h3 "$total" 4 B "work_ms=50"
     sleep "$before_s"
     # Just after a sale of A entered: the whole of its work is still ahead of it.
-    wait_until "$enter_s" "" a_entered_anew "$(a_in_probe)" ||
+    wait_until "$enter_s" "" a_entered_anew "$item" "$(a_in_probe "$item")" ||
         { bg_wait; SCN_OBSERVED="no sale of A entered the lock in $enter_s s"; return 1; }
     set_clock "$file" "$step"
     jump_ns=$(mono_now_ns)
     # after_s of load after the jump, then the loads end (their time, total, is the most
     # the wait above could take).
     sleep_until $(( jump_ns + after_s * 1000000000 ))
-    loads_stop
+    loads_stop "$dir"
     bg_wait
-    loads_done A B || return 1
+    loads_done "$dir" A B || return 1
     renewals=$(host_metric h2 inventory_lock_renewals_total)
     lost_leases=$(host_metric h2 inventory_lock_lost_leases_total)
-    history_judge "$hist" "$jump_ns" || return 1
+    history_judge "$item" "$stock" "$hist" "$jump_ns" || return 1
     if [ "$who" = instance ]; then
         what="instance A's $([ "$clocks" = monotonic ] && echo "wall and monotonic clocks" || echo "wall clock (monotonic left alone)")"
     elif [ -n "$MASTER_PORTS" ]; then
@@ -149,5 +155,5 @@ clock_play() {
     else
         what="the wall clock of the Redis holding the lock (h1)"
     fi
-    SCN_OBSERVED="$what moved ${step} s as a sale of A entered the lock (lease ${TTL_MS} ms; A: 2 connections, $(( TTL_MS * 2 )) ms of work a sale; B: 4, 50 ms; load for ${after_s} s or more after the jump): overlaps $OVERLAPS; oversold $OVERSOLD; A renewed ${renewals:-?} times, lost ${lost_leases:-?} leases; history $VERDICT; acknowledged sales lost $LOST; sold twice $SOLD_TWICE; longest with no sale $GAP_MS ms (from $GAP_FROM_MS ms after the jump); answers $(history_answers "$SCN_DIR/history-A.jsonl" "$SCN_DIR/history-B.jsonl")"
+    SCN_OBSERVED="$what moved ${step} s as a sale of A entered the lock (lease ${ttl_ms} ms; A: 2 connections, $(( ttl_ms * 2 )) ms of work a sale; B: 4, 50 ms; load for ${after_s} s or more after the jump): overlaps $OVERLAPS; oversold $OVERSOLD; A renewed ${renewals:-?} times, lost ${lost_leases:-?} leases; history $VERDICT; acknowledged sales lost $LOST; sold twice $SOLD_TWICE; longest with no sale $GAP_MS ms (from $GAP_FROM_MS ms after the jump); answers $(history_answers "$dir/history-A.jsonl" "$dir/history-B.jsonl")"
 }

@@ -21,7 +21,7 @@
 
 defaults_cluster_failover="ttl=30000 wait=10000 stock=1000000 cluster items=1000 zipf=1.1"
 
-. "$SCENARIO_DIR/cluster.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/cluster.sh"
 
 # replica_of PORT: the port of a replica of the master on PORT (as the replica's ROLE says).
 replica_of() {
@@ -33,15 +33,17 @@ replica_of() {
     return 1
 }
 
-# items_on PORT K: the items of item0001..K whose slots the master on PORT serves, one a line.
+# items_on DIR PORT K: the items of item0001..K whose slots the master on PORT serves, one
+# a line (DIR: its work files).
 items_on() {
-    seq -f "item%04g" 1 "$2" > "$SCN_DIR/items.txt"
-    awk '{ printf "CLUSTER KEYSLOT stock:{%s}\n", $1 }' "$SCN_DIR/items.txt" | cluster_cli "$1" |
-        paste "$SCN_DIR/items.txt" - > "$SCN_DIR/slots.txt"
+    local dir=$1; shift
+    seq -f "item%04g" 1 "$2" > "$dir/items.txt"
+    item_key stock $(cat "$dir/items.txt") | sed 's/^/CLUSTER KEYSLOT /' | cluster_cli "$1" |
+        paste "$dir/items.txt" - > "$dir/slots.txt"
     cluster_cli "$1" --json cluster slots |
         jq -r --argjson p "$1" '.[] | select(.[2][1] == $p) | "\(.[0]) \(.[1])"' |
         awk 'NR == FNR { lo[NR] = $1; hi[NR] = $2; n = NR; next }
-             { for (i = 1; i <= n; i++) if (lo[i] <= $2 && $2 <= hi[i]) { print $1; next } }' - "$SCN_DIR/slots.txt"
+             { for (i = 1; i <= n; i++) if (lo[i] <= $2 && $2 <= hi[i]) { print $1; next } }' - "$dir/slots.txt"
 }
 
 # first_sale_of HISTORY ITEMS_FILE T_NS: ms from T_NS to the first 200 of one of those
@@ -65,18 +67,21 @@ gap_of() {
 role_is_master() { [ "$(cluster_cli "$1" role 2>/dev/null | head -n 1)" = master ]; }
 
 scenario_cluster_failover() {
-    local hist=$SCN_DIR/history.jsonl secs=${SECS:-15} k=${ITEMS:-1000} load_pid victim replica
+    local "$@"
+    local hist=$dir/history.jsonl k=${items:-1000} load_pid victim replica
     local pid kill_ns prom_ns follow gap verdict answers n
+    secs=${secs:-15}
+    stack_read "$stack" || return 1
     [ -n "${CLUSTER_PORTS:-}" ] || { SCN_OBSERVED="no cluster in this stack (deploy/up --cluster 3)"; return 1; }
-    [ -x "$ROOT/build/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
-    MONO_OFFSET=$(mono_offset_ns)
+    [ -x "$BUILD_DIR/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
+    mono_start
     victim=$(slot_owner "$(item_slot item0001)") && replica=$(replica_of "$victim") && [ -n "$replica" ] ||
         { SCN_OBSERVED="no replica found for the master of item0001"; return 1; }
-    items_on "$victim" "$k" > "$SCN_DIR/affected.txt"
-    n=$(wc -l < "$SCN_DIR/affected.txt")
+    items_on "$dir" "$victim" "$k" > "$dir/affected.txt"
+    n=$(wc -l < "$dir/affected.txt")
     pid=$(cluster_node_pid "$victim") || { SCN_OBSERVED="no pid for the master on :$victim"; return 1; }
-    "$ROOT/build/sale-load" --url "http://127.0.0.1:$NGINX_PORT/inventory/sale" -c 16 -d "$secs" \
-        $(load_item_args "$k" "${ZIPF:-1.1}") --history "$hist" > "$SCN_DIR/load.out" 2>&1 &
+    "$BUILD_DIR/sale-load" --url "http://127.0.0.1:$NGINX_PORT/inventory/sale" -c 16 -d "$secs" \
+        $(load_item_args "$k" "${zipf:-1.1}") --history "$hist" > "$dir/load.out" 2>&1 &
     load_pid=$!
     sleep "$(awk -v s="$secs" 'BEGIN { printf "%.2f", s / 3 }')"
     kill -9 "$pid"
@@ -84,12 +89,12 @@ scenario_cluster_failover() {
     wait_until 30 "" role_is_master "$replica" ||
         { SCN_OBSERVED="the cluster promoted no replica of :$victim within 30 s"; kill "$load_pid"; wait "$load_pid"; return 1; }
     prom_ns=$(mono_now_ns)
-    wait "$load_pid" || { SCN_OBSERVED="sale-load failed: $(tail -n 3 "$SCN_DIR/load.out")"; return 1; }
-    sale_load_summary "$SCN_DIR/load.out" > "$SCN_DIR/wrk-load.out"   # loadtest/run's
-    follow=$(first_sale_of "$hist" "$SCN_DIR/affected.txt" "$prom_ns")
-    gap=$(gap_of "$hist" "$SCN_DIR/affected.txt")
-    set -- $(items_judge "$hist" "$k" "$STOCK" "$SCN_DIR/items")   # oversold items ledger lost twice
-    verdict=$(history_verdict "$hist" "$SCN_DIR/items")
+    wait "$load_pid" || { SCN_OBSERVED="sale-load failed: $(tail -n 3 "$dir/load.out")"; return 1; }
+    sale_load_summary "$dir/load.out" > "$dir/wrk-load.out"
+    follow=$(first_sale_of "$hist" "$dir/affected.txt" "$prom_ns")
+    gap=$(gap_of "$hist" "$dir/affected.txt")
+    set -- $(items_judge "$hist" "$k" "$stock" "$dir/items")   # oversold items ledger lost twice
+    verdict=$(history_verdict "$hist" "$stock" "$dir/items")
     case $verdict in impossible:*) verdict="impossible (what the asynchronous copy lost: ${verdict#impossible: })" ;; esac
     answers=$(history_answers "$hist")
     SCN_OVERSOLD=$1

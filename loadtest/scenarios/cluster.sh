@@ -5,8 +5,8 @@
 
 # cluster_cli PORT ARG...: redis-cli to one node (the stack's password, never in argv).
 cluster_cli() { rcli -p "$@"; }
-# cluster_node_pid PORT: the pid of the node on PORT (deploy/up's pid file).
-cluster_node_pid() { head -n 1 "$RUN_DIR/node-$1.pid" 2>/dev/null | grep .; }
+# cluster_node_pid PORT: the pid of the node on PORT (deploy/up's pid file in STACK_DIR).
+cluster_node_pid() { head -n 1 "$STACK_DIR/node-$1.pid" 2>/dev/null | grep .; }
 # load_item_args K S: build/sale-load's arguments that spread its sales over item0001..K,
 # Zipf S (none when S is empty or 0).
 load_item_args() {
@@ -24,7 +24,7 @@ cluster_masters() {
 }
 
 # item_slot ITEM: the hash slot of ITEM's keys.
-item_slot() { cluster_cli "${CLUSTER_PORTS%% *}" cluster keyslot "stock:{$1}"; }
+item_slot() { cluster_cli "${CLUSTER_PORTS%% *}" cluster keyslot "$(item_key stock "$1")"; }
 
 # slot_owner SLOT: the port of the master serving SLOT now (as the first node that answers
 # says).
@@ -44,7 +44,7 @@ master_slots() {
             [.[] | select(.[2][1] == $p) | range(.[0]; .[1] + 1)] | .[:$n] | map(tostring) | join(",")'
 }
 
-# items_judge HISTORY K STOCK OUT: every item's state (loadtest/run's items_read: one
+# items_judge HISTORY K STOCK OUT: every item's state (deploy/lib.sh's items_read: one
 # pipeline) and what the history says of each. Writes OUT.final (item -> stock left, for
 # history_verdict); prints one line "oversold items_oversold ledger_off lost sold_twice":
 # units sold beyond the stock (summed), items oversold, items whose ledger length is not
@@ -52,7 +52,8 @@ master_slots() {
 # units sold twice (200s of one item sharing a remaining).
 items_judge() {
     local hist=$1 k=$2 s=$3 out=$4
-    items_read "$k" "$out.state"   # loadtest/run's: "NAME STOCK SOLD LEDGER" a line
+    items_read "$k" "$out.state" ||   # "NAME STOCK SOLD LEDGER" a line
+        { echo "items_judge: Redis did not answer for every item" >&2; return 1; }
     python3 - "$hist" "$s" "$out" <<'EOF'
 import json, sys
 hist, stock, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -81,14 +82,14 @@ print(oversold, items_over, ledger_off, lost, twice)
 EOF
 }
 
-# history_verdict HISTORY OUT: the checker's verdict per item against OUT.final: possible,
-# or impossible and its first line.
+# history_verdict HISTORY STOCK OUT: the checker's verdict per item (each from STOCK)
+# against OUT.final: possible, or impossible and its first line.
 history_verdict() {
-    "$LOADTEST_DIR/check-history" "$1" --stock "$STOCK" --final-file "$2.final" > "$2.verdict" 2>&1
+    "$LOADTEST_TOOLS/check-history" "$1" --stock "$2" --final-file "$3.final" > "$3.verdict" 2>&1
     case $? in
     0) echo possible ;;
-    1) echo "impossible: $(head -n 1 "$2.verdict")" ;;
-    *) echo "unreadable: $(head -n 1 "$2.verdict")" ;;
+    1) echo "impossible: $(head -n 1 "$3.verdict")" ;;
+    *) echo "unreadable: $(head -n 1 "$3.verdict")" ;;
     esac
 }
 

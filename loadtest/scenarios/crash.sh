@@ -12,30 +12,32 @@
 defaults_crash="ttl=500 wait=1000"
 
 scenario_crash() {
+    local "$@"
     local a b i ttl stuck=1 code ok_after=0 freed_ms=-1 t0
     local sold_before sold_after
+    stack_read "$stack" || return 1
     a=$(port_of 1); b=$(port_of 2)
-    sale_bg "$a" "work_ms=30000"
-    wait_until 5 "" lock_held || { SCN_OBSERVED="the first sale never took the lock"; return 1; }
+    sale_bg "$dir" "$item" "$a" "work_ms=30000"
+    wait_until 5 "" lock_held "$item" || { SCN_OBSERVED="the first sale never took the lock"; return 1; }
     sleep 0.05
     kill -9 "$(pid_of 1)"
     t0=$(date +%s%N)
     # The killed sale never leaves the probe; a dead process is not in the critical
     # section, and no other sale is in it now: empty the probe so it counts only the living.
-    rcli del "probe:{$ITEM}" >/dev/null
-    ttl=$(rcli pttl "$(lock_key)")
+    rcli del "$(item_key probe "$item")" >/dev/null
+    ttl=$(rcli pttl "$(item_key lock "$item")")
     # A lease-based lock frees itself about one TTL after its holder died; give it four.
-    wait_until $(( TTL_MS * 4 / 1000 + 1 )) "" lock_free && freed_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-    sold_before=$(rcli get "sold:{$ITEM}")
+    wait_until $(( ttl_ms * 4 / 1000 + 1 )) "" lock_free "$item" && freed_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    sold_before=$(item_get sold "$item")
     for i in 1 2 3; do                       # each waits up to the wait limit
-        code=$(sale "$b")
+        code=$(sale_fg "$dir" "$item" "$b")
         [ "$code" = 503 ] || stuck=0
         [ "$code" = 200 ] && ok_after=$((ok_after+1))
     done
-    sold_after=$(rcli get "sold:{$ITEM}")
-    if [ "$stuck" = 1 ] && [ "$ttl" = -1 ] && lock_held && [ "${sold_after:-0}" = "${sold_before:-0}" ]; then
-        rcli del "$(lock_key)" >/dev/null      # the only way out: by hand
-        code=$(sale "$b")
+    sold_after=$(item_get sold "$item")
+    if [ "$stuck" = 1 ] && [ "$ttl" = -1 ] && lock_held "$item" && [ "${sold_after:-0}" = "${sold_before:-0}" ]; then
+        rcli del "$(item_key lock "$item")" >/dev/null      # the only way out: by hand
+        code=$(sale_fg "$dir" "$item" "$b")
         SCN_OBSERVED="holder killed: lock key left with no TTL (PTTL $ttl), 3 of 3 later sales lock_timeout, nothing sold; after a DEL by hand: $code"
         SCN_FLAW=1
     else

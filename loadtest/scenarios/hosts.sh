@@ -2,24 +2,27 @@
 # Sourced by loadtest/run for a scenario whose defaults say hosts=N: no stack is brought
 # up on loopback; the scenario lays its own out on hosts h1..hN, each part on the address
 # of its host and the same port everywhere (as on real machines): Redis 6379, a sentinel
-# 26379, an instance 8001, nginx 8080. Pid files and logs go to RUN_DIR under deploy/up's
-# names (redis.pid for the data Redis started as master, replica-hK, sentinel-hK,
-# instance-hK), so deploy/down stops them; loadtest/run's finish removes the hosts.
+# 26379, an instance 8001, nginx 8080. Pid files and logs go to the stack's run directory
+# (hosts_stack_up's RUN: STACK_DIR) under deploy/up's names (redis.pid for the data Redis
+# started as master, replica-hK, sentinel-hK, instance-hK), so deploy/down stops them;
+# loadtest/run's finish removes the hosts (hosts_stack_down).
 # Everything the scenario and loadtest/run then read goes through a host (HOSTS_VIA,
 # deploy/lib.sh's in_net): this machine has no route to them. The loads run in the hosts.
 #
 # Sets for loadtest/run and lib.sh, as stack.env would: REDIS_HOST, REDIS_PORT,
-# REDIS_PASSWORD_FILE, INSTANCE_PORTS (HOST:PORT each), INSTANCE_PIDS, with sentinels
-# SENTINEL_PORTS (HOST:PORT each), SENTINEL_MASTER, SENTINEL_PASSWORD_FILE, and with
-# redlock's lock masters MASTER_PORTS (HOST:PORT each), MASTER_PIDS.
+# REDIS_PASSWORD_FILE, FSYNC, INSTANCE_PORTS (HOST:PORT each), INSTANCE_PIDS, with
+# sentinels SENTINEL_PORTS (HOST:PORT each), SENTINEL_MASTER, SENTINEL_PASSWORD_FILE, and
+# with redlock's lock masters MASTER_PORTS (HOST:PORT each), MASTER_PIDS; and STACK_DIR.
+# The run's lock settings reach the instances as flags the scenario hands host_instance
+# (instance_flags, from its words).
 #
 # A process may be started under a command prefix (a clock faker: scenarios/clock-jump.sh):
 # INSTANCE_WRAP for host_instance, REDIS_WRAP for host_redis and host_lock_master, e.g.
 # REDIS_WRAP="env LD_PRELOAD=... CLOCKSTEP_FILE=..." host_redis h1. The prefix must end by
 # exec'ing the command (env does): the pid is the server's, as deploy/down checks it.
 
-. "$ROOT/deploy/up-redis.sh"   # new_secret, conf_quote, write_sentinel_conf, sentinel_ready
-HOSTS_BIN=$ROOT/deploy/hosts
+. "$DEPLOY_DIR/up-redis.sh"   # new_secret, conf_quote, write_sentinel_conf, sentinel_ready
+HOSTS_BIN=$DEPLOY_DIR/hosts
 H_REDIS_PORT=6379 H_SENTINEL_PORT=26379 H_INSTANCE_PORT=8001 H_NGINX_PORT=8080
 # Each run its own hosts (names invltPID-h1...): two runs at once never remove each other's.
 export HOSTS_PREFIX=${HOSTS_PREFIX:-invlt$$}
@@ -30,35 +33,38 @@ in_host() { local h=$1; shift; "$HOSTS_BIN" run "$h" "$@"; }
 # hosts_why_not: why test hosts cannot be made here (deploy/hosts check); fails when they can.
 hosts_why_not() { ! "$HOSTS_BIN" check; }
 
-# hosts_stack_up N: the hosts h1..hN and the stack's passwords (files only this user reads:
-# the Redis servers' in REDIS_CONF, the sentinels' in SENTINEL_PASSWORD_FILE).
+# hosts_stack_up RUN N FSYNC: the hosts h1..hN, a stack to lay out on them in the run
+# directory RUN (STACK_DIR), its data Redis servers' AOF as FSYNC (everysec when empty),
+# and the stack's passwords (files only this user reads: the Redis servers' in
+# REDIS_CONF, the sentinels' in SENTINEL_PASSWORD_FILE).
 hosts_stack_up() {
-    "$HOSTS_BIN" up "$1" || return 1
-    HOSTS_UP=$1
-    HOSTS_VIA=h$1
-    REDIS_PASSWORD_FILE=$RUN_DIR/redis.pass SENTINEL_PASSWORD_FILE=$RUN_DIR/sentinel.pass
-    REDIS_CONF=$RUN_DIR/redis.conf SENTINEL_MASTER=inventory
+    "$HOSTS_BIN" up "$2" || return 1
+    STACK_DIR=$1 FSYNC=${3:-everysec}
+    HOSTS_UP=$2
+    HOSTS_VIA=h$2
+    REDIS_PASSWORD_FILE=$STACK_DIR/redis.pass SENTINEL_PASSWORD_FILE=$STACK_DIR/sentinel.pass
+    REDIS_CONF=$STACK_DIR/redis.conf SENTINEL_MASTER=inventory
     new_secret "$REDIS_PASSWORD_FILE"
     new_secret "$SENTINEL_PASSWORD_FILE"
     (umask 077; pw=$(conf_quote "$(head -n 1 "$REDIS_PASSWORD_FILE")")
      printf 'requirepass %s\nmasterauth %s\n' "$pw" "$pw" > "$REDIS_CONF")
     INSTANCE_PORTS="" INSTANCE_PIDS="" SENTINEL_PORTS="" REPLICA_PORTS="" MASTER_PORTS="" MASTER_PIDS=""
 }
-# hosts_stack_down: what runs in the hosts, by pid (deploy/down: RUN_DIR's and those of
-# deploy/up run in a host with RUN_DIR/H), then the hosts.
+# hosts_stack_down: what runs in the hosts, by pid (deploy/down: STACK_DIR's and those of
+# deploy/up run in a host with STACK_DIR/H), then the hosts.
 hosts_stack_down() {
     local d
     [ -n "${HOSTS_UP:-}" ] || return 0
-    for d in "$RUN_DIR"/h[0-9]*/; do    # stacks deploy/up started in a host (RUN_DIR/H)
-        [ ! -f "$d/stack.env" ] || "$ROOT/deploy/down" --run-dir "$d" --quiet || true
+    for d in "$STACK_DIR"/h[0-9]*/; do    # stacks deploy/up started in a host (STACK_DIR/H)
+        [ ! -f "$d/stack.env" ] || "$DEPLOY_DIR/down" --run-dir "$d" --quiet || true
     done
-    "$ROOT/deploy/down" --run-dir "$RUN_DIR" --quiet || true
+    "$DEPLOY_DIR/down" --run-dir "$STACK_DIR" --quiet || true
     "$HOSTS_BIN" down || true
     HOSTS_UP=""
 }
 
 # host_redis H [ARG...]: a data Redis in H on its address (AOF as FSYNC, data and log under
-# RUN_DIR: the first one started is the master, redis/; the others replica-H/); ARGs are
+# STACK_DIR: the first one started is the master, redis/; the others replica-H/); ARGs are
 # added (--replicaof, min-replicas-...). True once it answers.
 host_redis() {
     local h=$1 name a; shift
@@ -69,7 +75,7 @@ host_redis() {
 }
 
 # host_lock_master H [ARG...]: one of redlock's lock masters in H on its address (as
-# host_redis's, under RUN_DIR/master-H/), added to MASTER_PORTS and MASTER_PIDS: every
+# host_redis's, under STACK_DIR/master-H/), added to MASTER_PORTS and MASTER_PIDS: every
 # host_instance started after it takes them as --lock-redis. True once it answers.
 host_lock_master() {
     local h=$1; shift
@@ -79,15 +85,15 @@ host_lock_master() {
 }
 
 # redis_in_host H NAME [ARG...]: redis-server in H on its address and H_REDIS_PORT, under
-# REDIS_WRAP, data in RUN_DIR/NAME/, log NAME.log, pid file NAME.pid (REDIS_IN_HOST_PID).
+# REDIS_WRAP, data in STACK_DIR/NAME/, log NAME.log, pid file NAME.pid (REDIS_IN_HOST_PID).
 # True once it answers.
 redis_in_host() {
     local h=$1 name=$2 a; shift 2
     a=$(host_addr "$h")
     # shellcheck disable=SC2206  # REDIS_WRAP: words (a clock faker's env and preload)
     local REDIS_LAUNCH=("$HOSTS_BIN" run "$h" ${REDIS_WRAP:-})
-    redis_start "$H_REDIS_PORT" "$a" "${FSYNC:-everysec}" "$RUN_DIR/$name" "$RUN_DIR/$name.log" \
-        "$RUN_DIR/$name.pid" --protected-mode no --repl-diskless-sync-delay 0 "$@"
+    redis_start "$H_REDIS_PORT" "$a" "$FSYNC" "$STACK_DIR/$name" "$STACK_DIR/$name.log" \
+        "$STACK_DIR/$name.pid" --protected-mode no --repl-diskless-sync-delay 0 "$@"
     REDIS_IN_HOST_PID=$REDIS_STARTED_PID
     wait_until 10 "$REDIS_STARTED_PID" sh -c "[ \"\$(REDISCLI_AUTH=\$(cat '$REDIS_PASSWORD_FILE') '$HOSTS_BIN' run '$h' redis-cli -h '$a' -p '$H_REDIS_PORT' ping)\" = PONG ]"
 }
@@ -96,14 +102,14 @@ redis_in_host() {
 # with QUORUM, down after SENTINEL_DOWN_AFTER_MS (default 500), failover timeout
 # SENTINEL_FAILOVER_TIMEOUT_MS (default 4000).
 host_sentinel() {
-    local h=$1 a dir; a=$(host_addr "$h"); dir=$RUN_DIR/sentinel-$h
+    local h=$1 a dir; a=$(host_addr "$h"); dir=$STACK_DIR/sentinel-$h
     (umask 077; mkdir -p "$dir"
      SENTINEL_QUORUM=$2 SENTINEL_DOWN_AFTER_MS=${SENTINEL_DOWN_AFTER_MS:-500} \
          SENTINEL_FAILOVER_TIMEOUT_MS=${SENTINEL_FAILOVER_TIMEOUT_MS:-4000} \
          write_sentinel_conf "$H_SENTINEL_PORT" "$a" "$dir" > "$dir/sentinel.conf")
     (umask 077; exec setsid "$HOSTS_BIN" run "$h" redis-server "$dir/sentinel.conf" --sentinel \
-        </dev/null >>"$RUN_DIR/sentinel-$h.log" 2>&1) &
-    printf '%s\nredis-server\n:%s \n[sentinel]\n' $! "$H_SENTINEL_PORT" > "$RUN_DIR/sentinel-$h.pid"
+        </dev/null >>"$STACK_DIR/sentinel-$h.log" 2>&1) &
+    printf '%s\nredis-server\n:%s \n[sentinel]\n' $! "$H_SENTINEL_PORT" > "$STACK_DIR/sentinel-$h.pid"
     SENTINEL_PORTS="${SENTINEL_PORTS:+$SENTINEL_PORTS }$a:$H_SENTINEL_PORT"
 }
 # sentinels_ready: every sentinel knows every replica (REPLICA_PORTS) and every other
@@ -113,14 +119,28 @@ sentinels_ready() {
     for s in $SENTINEL_PORTS; do SENTINEL_PORT_LIST=$SENTINEL_PORTS sentinel_ready "$s" || return 1; done
 }
 
-# host_instance H [ARG...]: an instance in H on its address, named inventory-H, with the
-# run's lock settings (LOCK, TTL_MS, WAIT_MS, RETRY_MS, WAIT, COMBINE, REPLICAS), faults on
+# instance_flags WORD...: the service's flags for the run's lock settings among a
+# scenario's WORDs (lock=, ttl_ms=, wait_ms=, retry_ms=, wait_policy=, combine=,
+# replicas=; an empty one left out), one a line (mapfile -t FLAGS < <(instance_flags ...)).
+instance_flags() {
+    local lock="" ttl_ms="" wait_ms="" retry_ms="" wait_policy="" combine="" replicas=""
+    local "$@"
+    printf '%s\n' --lock "$lock"
+    [ -z "${ttl_ms:-}" ] || printf '%s\n' --ttl-ms "$ttl_ms"
+    [ -z "${wait_ms:-}" ] || printf '%s\n' --wait-ms "$wait_ms"
+    [ -z "${retry_ms:-}" ] || printf '%s\n' --retry-ms "$retry_ms"
+    [ -z "${wait_policy:-}" ] || printf '%s\n' --wait "$wait_policy"
+    [ -z "${combine:-}" ] || printf '%s\n' --combine "$combine"
+    [ -z "${replicas:-}" ] || printf '%s\n' --replicas "$replicas"
+}
+
+# host_instance H [ARG...]: an instance in H on its address, named inventory-H, faults on
 # (the overlap probe), Redis found by the sentinels (or REDIS_HOST without them), the lock
-# masters of host_lock_master if any, under INSTANCE_WRAP; ARGs are added. True once it
-# answers /health.
+# masters of host_lock_master if any, under INSTANCE_WRAP; ARGs are added (the run's lock
+# settings: instance_flags). True once it answers /health.
 host_instance() {
-    local h=$1 a bin=$ROOT/build/inventory-service args; a=$(host_addr "$h"); shift
-    args=(--bind "$a" --port "$H_INSTANCE_PORT" --name "inventory-$h" --lock "$LOCK" --faults
+    local h=$1 a bin=$BUILD_DIR/inventory-service args; a=$(host_addr "$h"); shift
+    args=(--bind "$a" --port "$H_INSTANCE_PORT" --name "inventory-$h" --faults
           --redis-password-file "$REDIS_PASSWORD_FILE")
     if [ -n "$SENTINEL_PORTS" ]; then
         args+=(--sentinel "$(echo $SENTINEL_PORTS | tr ' ' ,)" --sentinel-master "$SENTINEL_MASTER"
@@ -128,47 +148,43 @@ host_instance() {
     else
         args+=(--redis "$REDIS_HOST:$REDIS_PORT")
     fi
-    [ -z "${TTL_MS:-}" ] || args+=(--ttl-ms "$TTL_MS")
-    [ -z "${WAIT_MS:-}" ] || args+=(--wait-ms "$WAIT_MS")
-    [ -z "${RETRY_MS:-}" ] || args+=(--retry-ms "$RETRY_MS")
-    [ -z "${WAIT:-}" ] || args+=(--wait "$WAIT")
-    [ -z "${COMBINE:-}" ] || args+=(--combine "$COMBINE")
-    [ -z "${REPLICAS:-}" ] || args+=(--replicas "$REPLICAS")
     [ -z "${MASTER_PORTS:-}" ] || args+=(--lock-redis "$(echo $MASTER_PORTS | tr ' ' ,)")
     setsid "$HOSTS_BIN" run "$h" ${INSTANCE_WRAP:-} "$bin" "${args[@]}" "$@" \
-        </dev/null >>"$RUN_DIR/instance-$h.log" 2>&1 &
-    printf '%s\n%s \n--port %s \n' $! "$bin" "$H_INSTANCE_PORT" > "$RUN_DIR/instance-$h.pid"
+        </dev/null >>"$STACK_DIR/instance-$h.log" 2>&1 &
+    printf '%s\n%s \n--port %s \n' $! "$bin" "$H_INSTANCE_PORT" > "$STACK_DIR/instance-$h.pid"
     INSTANCE_PORTS="${INSTANCE_PORTS:+$INSTANCE_PORTS }$a:$H_INSTANCE_PORT"
     INSTANCE_PIDS="${INSTANCE_PIDS:+$INSTANCE_PIDS }$!"
     wait_until 10 $! in_host "$h" curl -sf -m 2 -o /dev/null "http://$a:$H_INSTANCE_PORT/health"
 }
 
-# host_load H SECS CONNS NAME [ARG...]: build/sale-load in H against H's instance, in the
-# background (its pid appended to BG_PIDS), every answer in SCN_DIR/history-NAME.jsonl, its
-# summary in SCN_DIR/load-NAME.out; LOAD_QUERY (e.g. work_ms=50) is added to each sale.
+# host_load DIR ITEM H SECS CONNS NAME [QUERY]: build/sale-load in H against H's instance,
+# selling ITEM (QUERY, e.g. work_ms=50, added to each sale), in the background (its pid
+# appended to BG_PIDS), every answer in DIR/history-NAME.jsonl, its summary in
+# DIR/load-NAME.out.
 host_load() {
-    local h=$1 a; a=$(host_addr "$h")
-    in_host "$h" "$ROOT/build/sale-load" --url "http://$a:$H_INSTANCE_PORT/inventory/sale?item=$ITEM${LOAD_QUERY:+&$LOAD_QUERY}" \
-        -c "$3" -d "$2" --timeout-ms 10000 --history "$SCN_DIR/history-$4.jsonl" "${@:5}" \
-        > "$SCN_DIR/load-$4.out" 2>&1 &
+    local dir=$1 h=$3 a; a=$(host_addr "$h")
+    in_host "$h" "$BUILD_DIR/sale-load" --url "http://$a:$H_INSTANCE_PORT/inventory/sale?item=$2${7:+&$7}" \
+        -c "$5" -d "$4" --timeout-ms 10000 --history "$dir/history-$6.jsonl" \
+        > "$dir/load-$6.out" 2>&1 &
     BG_PIDS="$BG_PIDS $!"
 }
 
-# loads_stop: host_load's loads end now, as at the end of their time (sale-load on SIGTERM:
-# no new request, the answers in flight awaited, its summary and history written whole).
-loads_stop() { pkill -TERM -f -- "--history $SCN_DIR/history-" 2>/dev/null || true; }
+# loads_stop DIR: host_load's loads into DIR end now, as at the end of their time
+# (sale-load on SIGTERM: no new request, the answers in flight awaited, its summary and
+# history written whole).
+loads_stop() { pkill -TERM -f -- "--history $1/history-" 2>/dev/null || true; }
 
-# loads_done NAME...: once host_load's loads have ended (bg_wait): each one's summary in
-# SCN_DIR/wrk-NAME.out (the fields loadtest/run sums) and their histories, one after the
-# other, in SCN_DIR/history.jsonl. Fails, saying why in SCN_OBSERVED, when a load left no
+# loads_done DIR NAME...: once host_load's loads have ended (bg_wait): each one's summary in
+# DIR/wrk-NAME.out (the fields loadtest/run sums) and their histories, one after the
+# other, in DIR/history.jsonl. Fails, saying why in SCN_OBSERVED, when a load left no
 # summary.
 loads_done() {
-    local n
+    local dir=$1 n; shift
     for n in "$@"; do
-        sale_load_summary "$SCN_DIR/load-$n.out" > "$SCN_DIR/wrk-$n.out" ||
-            { SCN_OBSERVED="sale-load $n failed: $(tail -n 2 "$SCN_DIR/load-$n.out")"; return 1; }
+        sale_load_summary "$dir/load-$n.out" > "$dir/wrk-$n.out" ||
+            { SCN_OBSERVED="sale-load $n failed: $(tail -n 2 "$dir/load-$n.out")"; return 1; }
     done
-    for n in "$@"; do cat "$SCN_DIR/history-$n.jsonl"; done > "$SCN_DIR/history.jsonl"
+    for n in "$@"; do cat "$dir/history-$n.jsonl"; done > "$dir/history.jsonl"
 }
 
 # hosts_cut "A B..." "C D...": a partition: every host of the first group cut from every

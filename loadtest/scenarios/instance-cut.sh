@@ -37,7 +37,7 @@
 # Verdict: the flaw when a write made under the lost lease shows: oversold > 0, sales
 # acknowledged then lost, a unit sold twice, or a history the checker finds impossible.
 # Two holders alone (overlaps) are no flaw where the stale one cannot write.
-# (sale_load_summary: loadtest/run's; mono_offset_ns, mono_now_ns, history_report: lib.sh's.)
+# (sale_load_summary: deploy/lib.sh's; mono_start, mono_now_ns, history_report: lib.sh's.)
 
 defaults_instance_cut="ttl=2000 wait=3000 stock=1000000 hosts=3"
 defaults_instance_cut_late=$defaults_instance_cut
@@ -45,19 +45,20 @@ defaults_instance_cut_late=$defaults_instance_cut
 CUT_HOST=h2 CUT_FROM=h1
 LATE_HEAL_MS=2200   # after the late write is sent: between TCP's resends at ~1.4 s and ~3 s
 
-scenario_instance_cut() { cut_play after; }
-scenario_instance_cut_late() { cut_play late; }
+scenario_instance_cut() { cut_play after "$@"; }
+scenario_instance_cut_late() { cut_play late "$@"; }
 
-# cut_stack: the layout above, the stock set.
+# cut_stack RUN FSYNC ITEM STOCK [INSTANCE_ARG...]: the layout above in the run directory
+# RUN, ITEM's stock set to STOCK; INSTANCE_ARGs (instance_flags) go to both instances.
 cut_stack() {
-    local h
-    hosts_stack_up 3 || { SCN_OBSERVED="deploy/hosts up 3 failed"; return 1; }
+    local h run=$1 fsync=$2 item=$3 stock=$4; shift 4
+    hosts_stack_up "$run" 3 "$fsync" || { SCN_OBSERVED="deploy/hosts up 3 failed"; return 1; }
     host_redis h1 || { SCN_OBSERVED="Redis on h1 did not start"; return 1; }
     for h in h2 h3; do
-        host_instance "$h" || { SCN_OBSERVED="instance $h did not start: $(tail -n 2 "$RUN_DIR/instance-$h.log")"; return 1; }
+        host_instance "$h" "$@" || { SCN_OBSERVED="instance $h did not start: $(tail -n 2 "$STACK_DIR/instance-$h.log")"; return 1; }
     done
-    rcli set "stock:{$ITEM}" "$STOCK" >/dev/null &&
-        rcli del "sold:{$ITEM}" "orders:{$ITEM}" "overlaps:{$ITEM}" >/dev/null
+    item_set "$item" "$stock" >/dev/null &&
+        rcli del "$(item_key sold "$item")" "$(item_key orders "$item")" "$(item_key overlaps "$item")" >/dev/null
 }
 
 # What Redis answers every 20 ms: "TIME_US PTTL OWNERS PROBE" (OWNERS: the lock's hash
@@ -71,21 +72,21 @@ local probe = table.concat(redis.call('smembers', KEYS[2]), ',')
 return t[1] .. string.format('%06d', t[2]) .. ' ' .. redis.call('pttl', KEYS[1]) .. ' ' ..
     owners .. ' ' .. (probe ~= '' and probe or '-')"
 
-# samplers_start: the sample above every 20 ms into SCN_DIR/redis-samples (one redis-cli
-# in h3, repeating); A's metrics every 100 ms into SCN_DIR/a-metrics ("REALTIME_NS
-# RENEWALS LOST_LEASES", from h2). samplers_stop stops both.
+# samplers_start DIR ITEM: the sample above of ITEM's lock and probe every 20 ms into
+# DIR/redis-samples (one redis-cli in h3, repeating); A's metrics every 100 ms into
+# DIR/a-metrics ("REALTIME_NS RENEWALS LOST_LEASES", from h2). samplers_stop stops both.
 samplers_start() {
     # deploy/hosts run, not in_host (a function: $! would be a subshell, and a kill would
     # leave its command running): it execs through to the command, whose pid $! is.
     REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") "$HOSTS_BIN" run h3 redis-cli -h "$REDIS_HOST" \
-        -p "$REDIS_PORT" -r -1 -i 0.02 EVAL "$CUT_SAMPLE_LUA" 2 "lock:{$ITEM}" "probe:{$ITEM}" \
-        > "$SCN_DIR/redis-samples" 2>/dev/null &
+        -p "$REDIS_PORT" -r -1 -i 0.02 EVAL "$CUT_SAMPLE_LUA" 2 "$(item_key lock "$2")" "$(item_key probe "$2")" \
+        > "$1/redis-samples" 2>/dev/null &
     CUT_SAMPLERS=$!
     "$HOSTS_BIN" run "$CUT_HOST" bash -c 'while sleep 0.1; do
         m=$(curl -s -m 1 "http://$1/metrics") || continue
         echo "$(date +%s%N) $(echo "$m" | awk '\''$1 == "inventory_lock_renewals_total" { r = $2 }
             $1 == "inventory_lock_lost_leases_total" { l = $2 } END { print r + 0, l + 0 }'\'')"
-        done' sampler "$(host_addr "$CUT_HOST"):$H_INSTANCE_PORT" > "$SCN_DIR/a-metrics" 2>/dev/null &
+        done' sampler "$(host_addr "$CUT_HOST"):$H_INSTANCE_PORT" > "$1/a-metrics" 2>/dev/null &
     CUT_SAMPLERS="$CUT_SAMPLERS $!"
 }
 samplers_stop() {
@@ -94,77 +95,82 @@ samplers_stop() {
     CUT_SAMPLERS=""
 }
 
-# held_by_a MIN_MS: a sale of A (its probe id starts with inventory-h2:) has been inside
-# for MIN_MS by Redis's clock: prints "FIRST_SEEN_US PROBE_ID"; fails when none has.
+# held_by_a DIR MIN_MS: a sale of A (its probe id starts with inventory-h2:) has been
+# inside for MIN_MS by Redis's clock (DIR's samples): prints "FIRST_SEEN_US PROBE_ID";
+# fails when none has.
 held_by_a() {
-    awk -v p="inventory-$CUT_HOST:" -v min="$(( $1 * 1000 ))" '
+    awk -v p="inventory-$CUT_HOST:" -v min="$(( $2 * 1000 ))" '
         NF == 4 { n = split($4, m, ",")
                   for (i = 1; i <= n; i++) if (index(m[i], p) == 1) {
                       if (!(m[i] in first)) first[m[i]] = $1
                       if ($1 - first[m[i]] >= min) { print first[m[i]], m[i]; found = 1; exit } } }
-        END { exit !found }' "$SCN_DIR/redis-samples"
+        END { exit !found }' "$1/redis-samples"
 }
 
 # us_to_ns US: a Redis time (realtime, microseconds) on the monotonic clock, in ns.
 us_to_ns() { echo $(( $1 * 1000 - MONO_OFFSET )); }
-# rel_ms NS: a monotonic time as ms from the cut (cut_ns).
-rel_ms() { echo $(( ($1 - cut_ns) / 1000000 )); }
+# rel_ms CUT_NS NS: a monotonic time NS as ms from the cut (CUT_NS).
+rel_ms() { echo $(( ($2 - $1) / 1000000 )); }
 
-# lease_report OWNER: from the Redis samples, "LAST_SET_US END_US TAKEN_US": when Redis
-# last set OWNER's lease (its grant or a renewal: a sample's time less what the lease had
-# run, TTL - PTTL), when that lease ended (+ TTL), and the first sample after the cut that
-# shows another owner (0: none); "-1 -1 TAKEN_US" when OWNER was never seen.
+# lease_report DIR TTL CUT_NS OWNER: from the Redis samples in DIR, "LAST_SET_US END_US
+# TAKEN_US": when Redis last set OWNER's lease (its grant or a renewal: a sample's time
+# less what the lease had run, TTL - PTTL), when that lease ended (+ TTL), and the first
+# sample after the cut that shows another owner (0: none); "-1 -1 TAKEN_US" when OWNER was
+# never seen.
 lease_report() {
-    awk -v o="$1" -v ttl="$TTL_MS" -v cut="$(( (cut_ns + MONO_OFFSET) / 1000 ))" '
+    awk -v o="$4" -v ttl="$2" -v cut="$(( ($3 + MONO_OFFSET) / 1000 ))" '
         NF == 4 { n = split($3, w, ","); mine = 0
                   for (i = 1; i <= n; i++) if (w[i] == o) mine = 1
                   if (mine && $2 > 0) { r = $1 - (ttl - $2) * 1000; if (r > last) last = r }
                   else if (!mine && $3 != "-" && $1 >= cut && !taken) taken = $1 }
         END { if (last) printf "%.0f %.0f %.0f\n", last, last + ttl * 1000, taken
-              else printf "-1 -1 %.0f\n", taken }' "$SCN_DIR/redis-samples"
+              else printf "-1 -1 %.0f\n", taken }' "$1/redis-samples"
 }
 
-# a_metrics_report: from A's metrics samples, "RENEWALS_AT_CUT LAST_CHANGE_MS LOST_MS": the
+# a_metrics_report DIR CUT_NS HEAL_NS: from A's metrics samples in DIR, "RENEWALS_AT_CUT LAST_CHANGE_MS LOST_MS": the
 # renewals counted by the cut, the first sample (ms from the cut) that showed A's last
 # count before the heal, and the first sample after the cut where A's lost leases went up
 # (-1: none).
 a_metrics_report() {
-    awk -v off="$MONO_OFFSET" -v cut="$cut_ns" -v heal="$heal_ns" '
+    awk -v off="$MONO_OFFSET" -v cut="$2" -v heal="$3" '
         NF == 3 { t = ($1 - off - cut) / 1e6
                   if ($1 - off <= cut) { at_cut = $2; lost0 = $3 }
                   if ($1 - off <= heal && $2 != prev) { seen = t; prev = $2 }
                   if ($1 - off > cut && $3 > lost0 && lost == "") lost = t }
-        END { printf "%d %d %d\n", at_cut, seen, (lost == "" ? -1 : lost) }' "$SCN_DIR/a-metrics"
+        END { printf "%d %d %d\n", at_cut, seen, (lost == "" ? -1 : lost) }' "$1/a-metrics"
 }
 
 
-# long_sale WORK_MS: A's long sale, by curl in h2 (in the background; LONG_PID): its answer
-# in SCN_DIR/long.json, its code in codes, its history line in SCN_DIR/history-L.jsonl
-# (the clock read in h2 just before curl and just after: an interval a little wider than
-# the real one, never narrower).
+# long_sale DIR ITEM WORK_MS: A's long sale of ITEM, by curl in h2 (in the background;
+# LONG_PID): its answer in DIR/long.json, its code in DIR/codes, its history line in
+# DIR/history-L.jsonl (the clock read in h2 just before curl and just after: an interval a
+# little wider than the real one, never narrower).
 long_sale() {
-    local url="http://$(host_addr "$CUT_HOST"):$H_INSTANCE_PORT/inventory/sale?item=$ITEM&work_ms=$1"
+    local dir=$1 item=$2 url="http://$(host_addr "$CUT_HOST"):$H_INSTANCE_PORT/inventory/sale?item=$2&work_ms=$3"
     ( set -- $(in_host "$CUT_HOST" sh -c 'date +%s%N
           curl -s -o "$1" -m 120 -w "%{http_code}\n" "$2"
-          date +%s%N' sh "$SCN_DIR/long.json" "$url")
+          date +%s%N' sh "$dir/long.json" "$url")
       code=${2:-000}
-      echo "$code" >> "$SCN_DIR/codes"
+      echo "$code" >> "$dir/codes"
       [ "$code" != 000 ] || code=0
       jq -c --argjson s "$(( ${1:-0} - MONO_OFFSET ))" --argjson e "$(( ${3:-0} - MONO_OFFSET ))" \
-          --argjson code "$code" --arg item "$ITEM" '
+          --argjson code "$code" --arg item "$item" '
           {start_ns: $s, end_ns: $e, status: $code, error: (.error // ""), item: $item,
            instance: (.instance // "")} + if .remaining then {remaining} else {} end' \
-          "$SCN_DIR/long.json" > "$SCN_DIR/history-L.jsonl" 2>/dev/null ||
-          jq -nc --argjson s "$(( ${1:-0} - MONO_OFFSET ))" --arg item "$ITEM" \
-          '{start_ns: $s, status: 0, item: $item}' > "$SCN_DIR/history-L.jsonl" ) &
+          "$dir/long.json" > "$dir/history-L.jsonl" 2>/dev/null ||
+          jq -nc --argjson s "$(( ${1:-0} - MONO_OFFSET ))" --arg item "$item" \
+          '{start_ns: $s, status: 0, item: $item}' > "$dir/history-L.jsonl" ) &
     LONG_PID=$!
     BG_PIDS="$BG_PIDS $!"
 }
 
-# cut_play after|late: the scenario (above): its timings in leases, the choreography, the
-# verdict. Sets SCN_FLAW and SCN_OBSERVED.
+# cut_play after|late WORD...: the scenario (above; the words: scenarios/lib.sh's): its
+# timings in leases, the choreography, the verdict. Sets SCN_FLAW and SCN_OBSERVED. Its
+# phases, cut_stage and cut_judge, share its locals (the words among them).
 cut_play() {
-    local mode=$1 ttl=$TTL_MS work into heal_after late_ms=0
+    local mode=$1; shift
+    local "$@"
+    local ttl=$ttl_ms work into heal_after late_ms=0 svc
     local first_ns owner cut_ns heal_ns long_ns
     if [ "$mode" = late ]; then
         # The answer comes with TCP's resend after the heal: about 3 s after the send.
@@ -172,33 +178,34 @@ cut_play() {
     else
         work=$((ttl * 7 / 2)) into=$ttl heal_after=$((ttl * 3 / 2))
     fi
-    [ -x "$ROOT/build/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
-    cut_stack || return 1
+    [ -x "$BUILD_DIR/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
+    mapfile -t svc < <(instance_flags "$@")
+    cut_stack "$stack" "$fsync" "$item" "$stock" "${svc[@]}" || return 1
     cut_stage || return 1
     cut_judge
 }
 
-# cut_stage: the loads, A's long sale, the cut and the heal (work, into, heal_after,
-# late_ms from cut_play); sets first_ns (A's sale seen inside), owner (its lock owner id),
-# cut_ns, heal_ns and long_ns (its answer), and leaves the histories in SCN_DIR.
+# cut_stage: the loads, A's long sale, the cut and the heal (dir, item, ttl, work, into,
+# heal_after, late_ms from cut_play); sets first_ns (A's sale seen inside), owner (its
+# lock owner id), cut_ns, heal_ns and long_ns (its answer), and leaves the histories in dir.
 cut_stage() {
     local before_ms=1000 total_s got probe s
-    MONO_OFFSET=$(mono_offset_ns)
-    samplers_start
+    mono_start
+    samplers_start "$dir" "$item"
     # The loads: long enough for the long sale's wait (about a second at most), its work,
     # its late answer and a lease after it.
     total_s=$(( (before_ms + 1000 + work + late_ms + ttl + 999) / 1000 ))
-    host_load h2 "$total_s" 4 A
-    host_load h3 "$total_s" 4 B
+    host_load "$dir" "$item" h2 "$total_s" 4 A
+    host_load "$dir" "$item" h3 "$total_s" 4 B
     sleep "$(awk -v m="$before_ms" 'BEGIN { print m / 1000 }')"
-    long_sale "$work"
+    long_sale "$dir" "$item" "$work"
     # Its grant: the first of A's sales seen inside for 200 ms (the others take a few ms).
-    if ! wait_until $(( ttl * 2 / 1000 + 5 )) "$LONG_PID" held_by_a 200; then
+    if ! wait_until $(( ttl * 2 / 1000 + 5 )) "$LONG_PID" held_by_a "$dir" 200; then
         samplers_stop; bg_wait
-        SCN_OBSERVED="A's long sale never held the lock: $(cat "$SCN_DIR/long.json" 2>/dev/null)"
+        SCN_OBSERVED="A's long sale never held the lock: $(cat "$dir/long.json" 2>/dev/null)"
         return 1
     fi
-    got=$(held_by_a 200); probe=${got#* }
+    got=$(held_by_a "$dir" 200); probe=${got#* }
     first_ns=$(us_to_ns "${got%% *}")
     owner=${probe#"inventory-$CUT_HOST:"}; owner=${owner%:*}
     sleep_until $(( first_ns + into * 1000000 ))
@@ -208,51 +215,52 @@ cut_stage() {
     hosts_heal
     heal_ns=$(mono_now_ns)
     wait "$LONG_PID" 2>/dev/null || true
-    long_ns=$(jq '.end_ns // empty' "$SCN_DIR/history-L.jsonl" 2>/dev/null)
+    long_ns=$(jq '.end_ns // empty' "$dir/history-L.jsonl" 2>/dev/null)
     [ -n "$long_ns" ] || long_ns=$(mono_now_ns)
     sleep "$(awk -v m="$ttl" 'BEGIN { print m / 1000 }')"
     samplers_stop
     bg_wait
-    loads_done A B || return 1
-    cat "$SCN_DIR/history-L.jsonl" >> "$SCN_DIR/history.jsonl"
+    loads_done "$dir" A B || return 1
+    cat "$dir/history-L.jsonl" >> "$dir/history.jsonl"
 }
 
 # cut_judge: the verdict from Redis and the answers (every history and A's sale's), and
-# the observed line.
+# the observed line (dir, item, stock, ttl and what cut_stage set, from cut_play).
 cut_judge() {
-    local hist=$SCN_DIR/history.jsonl
-    history_judge "$hist" "$cut_ns" || return 1
-    SCN_OBSERVED="A's sale inside $(rel_ms "$first_ns") ms; $CUT_HOST cut from $CUT_FROM, healed $(rel_ms "$heal_ns") ms, lease $ttl ms: $(cut_lease_line "$owner") $(cut_a_line) A's sale answered $(rel_ms "$long_ns") ms: $(cut_long_answer); overlaps $OVERLAPS; oversold $OVERSOLD; history $VERDICT; acknowledged sales lost $LOST; sold twice $SOLD_TWICE; lease_lost answers $(jq -s '[.[] | select(.error == "lease_lost")] | length' "$hist"); longest with no sale $GAP_MS ms (from $GAP_FROM_MS ms after the cut); answers $(history_answers "$hist")"
+    local hist=$dir/history.jsonl
+    history_judge "$item" "$stock" "$hist" "$cut_ns" || return 1
+    SCN_OBSERVED="A's sale inside $(rel_ms "$cut_ns" "$first_ns") ms; $CUT_HOST cut from $CUT_FROM, healed $(rel_ms "$cut_ns" "$heal_ns") ms, lease $ttl ms: $(cut_lease_line "$dir" "$ttl" "$cut_ns" "$owner") $(cut_a_line "$dir" "$cut_ns" "$heal_ns") A's sale answered $(rel_ms "$cut_ns" "$long_ns") ms: $(cut_long_answer "$dir"); overlaps $OVERLAPS; oversold $OVERSOLD; history $VERDICT; acknowledged sales lost $LOST; sold twice $SOLD_TWICE; lease_lost answers $(jq -s '[.[] | select(.error == "lease_lost")] | length' "$hist"); longest with no sale $GAP_MS ms (from $GAP_FROM_MS ms after the cut); answers $(history_answers "$hist")"
 }
 
-# cut_lease_line OWNER: what Redis saw of A's lease and B's first sale, one clause.
+# cut_lease_line DIR TTL CUT_NS OWNER: what Redis saw of A's lease and B's first sale, one
+# clause.
 cut_lease_line() {
-    local last end taken first_b
-    read -r last end taken <<< "$(lease_report "$1")"
-    first_b=$(first_sale_after "$SCN_DIR/history-B.jsonl" "$cut_ns" answered)
+    local last end taken first_b cut=$3
+    read -r last end taken <<< "$(lease_report "$1" "$2" "$3" "$4")"
+    first_b=$(first_sale_after "$1/history-B.jsonl" "$cut" answered)
     if [ "$last" = -1 ]; then
         echo "Redis never showed A's lease; B's first sale $first_b ms;"
     else
-        echo "Redis last set A's lease $(rel_ms "$(us_to_ns "$last")") ms, it ran out" \
-            "$(rel_ms "$(us_to_ns "$end")") ms; $([ "$taken" = 0 ] && echo "nobody else held the lock" ||
-            echo "B held the lock $(rel_ms "$(us_to_ns "$taken")") ms"), B's first sale $first_b ms;"
+        echo "Redis last set A's lease $(rel_ms "$cut" "$(us_to_ns "$last")") ms, it ran out" \
+            "$(rel_ms "$cut" "$(us_to_ns "$end")") ms; $([ "$taken" = 0 ] && echo "nobody else held the lock" ||
+            echo "B held the lock $(rel_ms "$cut" "$(us_to_ns "$taken")") ms"), B's first sale $first_b ms;"
     fi
 }
 
-# cut_a_line: what A's /metrics showed, one clause.
+# cut_a_line DIR CUT_NS HEAL_NS: what A's /metrics showed, one clause.
 cut_a_line() {
-    set -- $(a_metrics_report)
+    set -- $(a_metrics_report "$1" "$2" "$3")
     echo "A's metrics: $1 renewals by the cut (the last seen $2 ms), its lease counted lost" \
         "$([ "$3" = -1 ] && echo "never" || echo "$3 ms");"
 }
 
-# cut_long_answer: A's long sale's answer: status (its history line's), error or remaining,
-# lease_lost, message.
+# cut_long_answer DIR: A's long sale's answer: status (its history line's), error or
+# remaining, lease_lost, message.
 cut_long_answer() {
-    jq -r --argjson code "$(jq '.status' "$SCN_DIR/history-L.jsonl" 2>/dev/null || echo 0)" \
+    jq -r --argjson code "$(jq '.status' "$1/history-L.jsonl" 2>/dev/null || echo 0)" \
         '"\(if .ok then "200 sold, remaining \(.remaining)" else "\($code) \(.error)" end)"
         + (if .lease_lost then " with lease_lost true" else "" end)
-        + (if .message then " (\(.message))" else "" end)' "$SCN_DIR/long.json" 2>/dev/null ||
+        + (if .message then " (\(.message))" else "" end)' "$1/long.json" 2>/dev/null ||
         echo "no answer"
 }
 

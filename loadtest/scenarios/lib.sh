@@ -7,29 +7,57 @@
 # data Redis under Sentinel: deploy/up --sentinel, two asynchronous replicas, three
 # sentinels), replicas=N; the run's own flags win. Every scenario:
 #   - drives sales with curl (exact choreography) and wrk (background load),
-#   - appends each HTTP status it got to "$SCN_DIR/codes" (wrk's JSON line goes to
-#     $SCN_DIR/wrk-NAME.out),
+#   - appends each HTTP status it got to DIR/codes (wrk's JSON line goes to
+#     DIR/wrk-NAME.out),
 #   - sets SCN_FLAW=1 when what Redis and the HTTP answers show is the flaw, 0 when not,
 #   - sets SCN_OBSERVED to one line saying what was seen,
 #   - may set SCN_OVERSOLD: units answered 200 beyond the stock, counted from the answers
 #     (redis-crash: a Redis that lost part of its memory cannot tell),
 #   - returns non-zero, with SCN_OBSERVED saying why, when it could not be played.
 # The verdict never comes from a scenario's or a version's name: only from these numbers.
+# Those three variables and the files in DIR (codes, wrk-*.out, timeline, history.jsonl)
+# are how the results come back to loadtest/run.
 #
-# Inputs (set by loadtest/run, most from stack.env): ITEM, STOCK, NGINX_PORT, REDIS_HOST,
-# REDIS_PORT, FSYNC, RUN_DIR, INSTANCE_PORTS and INSTANCE_PIDS (space-separated, same
-# order), TTL_MS, SCN_DIR; under Sentinel also REPLICA_PORTS, SENTINEL_PORTS,
-# SENTINEL_MASTER, SENTINEL_FAILOVER_TIMEOUT_MS. From deploy/lib.sh: rcli (under Sentinel:
-# to the master now), current_master, sentinel_names, role_of, wait_until, metric_sum,
-# free_port, redis_start, redis_pings, replica_acks; from loadtest/run: now_ms,
-# sale_load_summary.
+# Inputs: words, and the stack they name; nothing else of loadtest/run. loadtest/run calls
+#   scenario_NAME item=I stock=S dir=DIR stack=RUN lock=V ttl_ms=T wait_ms=W retry_ms=R
+#                 wait_policy=P combine=N replicas=N fsync=F secs=D items=K zipf=Z
+# and the scenario binds them to locals (local "$@"): the item sold, the stock at the
+# start, DIR (the scenario's own: its outputs), RUN (the stack's run directory), the run's
+# lock settings (ttl_ms: the lease in force, the service's 30000 unless given; wait_ms,
+# retry_ms, wait_policy (poll|notify), combine, replicas: empty when not given), fsync
+# (--fsync), secs (-d), items and zipf (--items, --zipf). A word may be empty; a variant
+# passes its words on ("$@"), adding its own after them (a later word wins).
+# The stack: a scenario on the stack deploy/up brought up reads it itself, stack_read RUN
+# (RUN/stack.env); one on test hosts lays its own out in RUN (scenarios/hosts.sh,
+# hosts_stack_up). Either way the stack is stack.env's names (REDIS_HOST, REDIS_PORT,
+# INSTANCE_PORTS, INSTANCE_PIDS, NGINX_PORT, MASTER_PORTS, MASTER_PIDS, REPLICA_PORTS,
+# SENTINEL_PORTS, CLUSTER_PORTS, FSYNC, the password files, ...) and STACK_DIR (RUN: its
+# pid files and logs), which deploy/lib.sh's helpers read (rcli, current_master,
+# sentinel_names, role_of, metric_sum, redis_start, ...) and the stack's helpers below
+# (port_of, master_pid, data_pidfile, ...). Every other helper here takes what it uses
+# (the item, DIR, the stock, ...) as arguments. Also from deploy/lib.sh: item_key,
+# wait_until, free_port, redis_pings, replica_acks, now_ms, sale_load_summary, items_read.
 
-lock_key() { echo "lock:{$ITEM}"; }
+# Where the tools are, from this file's place: loadtest/ (check-history, sale.lua,
+# cluster-move) and build/ (sale-load, clockstep.so, inventory-service).
+LOADTEST_TOOLS=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${LOADTEST_TOOLS%/*}/build
+
+# stack_read RUN: the stack deploy/up brought up in RUN: its RUN/stack.env (stack.env's
+# names), and STACK_DIR, RUN. Fails, saying why in SCN_OBSERVED, when RUN has none.
+stack_read() {
+    [ -f "$1/stack.env" ] || { SCN_OBSERVED="no stack.env in $1 (deploy/up writes it)"; return 1; }
+    . "$1/stack.env"
+    STACK_DIR=$1
+}
 
 # --- histories (build/sale-load --history: times on the load host's monotonic clock) ------
 # mono_offset_ns: realtime minus monotonic, in ns, on this host: date +%s%N minus it is the
 # load client's clock (CLOCK_MONOTONIC).
 mono_offset_ns() { python3 -c 'import time; print(time.time_ns() - time.monotonic_ns())'; }
+# mono_start: measures the offset for this scenario (MONO_OFFSET, this file's clock, which
+# mono_now_ns reads); mono_now_ns: the monotonic clock now, in ns.
+mono_start() { MONO_OFFSET=$(mono_offset_ns); }
 mono_now_ns() { echo $(( $(date +%s%N) - MONO_OFFSET )); }
 
 # history_report FILE T_NS: prints "sales gap_ms gap_from_ms first_after_ms sold_twice"
@@ -50,12 +78,12 @@ history_report() {
     ' "$1"
 }
 
-# history_check FILE FINAL: the checker's verdict on the history FILE for a run from STOCK
-# that left FINAL: "possible", or "impossible: " and the checker's first line. Fails (its
-# output in the verdict's place) when the checker cannot read it.
+# history_check FILE STOCK FINAL: the checker's verdict on the history FILE for a run from
+# STOCK that left FINAL: "possible", or "impossible: " and the checker's first line. Fails
+# (its output in the verdict's place) when the checker cannot read it.
 history_check() {
     local out
-    out=$("$LOADTEST_DIR/check-history" "$1" --stock "$STOCK" --final "$2" 2>&1)
+    out=$("$LOADTEST_TOOLS/check-history" "$1" --stock "$2" --final "$3" 2>&1)
     case $? in
     0) echo "possible" ;;
     1) echo "impossible: $(echo "$out" | head -n 1)" ;;
@@ -63,9 +91,9 @@ history_check() {
     esac
 }
 
-# acked_lost SALES FINAL: acknowledged sales lost: the 200s (SALES) beyond what the stock
-# left (FINAL) says was sold; 0 when none.
-acked_lost() { local n=$(( $1 - (STOCK - $2) )); echo $(( n > 0 ? n : 0 )); }
+# acked_lost STOCK SALES FINAL: acknowledged sales lost: the 200s (SALES) beyond what the
+# stock left (FINAL) says was sold of STOCK; 0 when none.
+acked_lost() { local n=$(( $2 - ($1 - $3) )); echo $(( n > 0 ? n : 0 )); }
 # first_sale_after HISTORY T_NS [answered]: ms from T_NS to the first 200 of HISTORY sent
 # after it (with "answered": answered after it, wherever sent); -1: none.
 first_sale_after() {
@@ -78,20 +106,20 @@ sleep_until() {
     sleep "$(awk -v t=$(( $1 - $(mono_now_ns) )) 'BEGIN { printf "%.3f", (t > 0 ? t / 1e9 : 0) }')"
 }
 
-# history_judge HISTORY T_NS: a run's verdict from its history (checked against the stock
-# left now) and from Redis: sets VERDICT (the checker's), LOST (acknowledged sales lost),
-# SOLD_TWICE, GAP_MS and GAP_FROM_MS (the longest time with no sale, and where it began,
-# in ms from T_NS), OVERSOLD, OVERLAPS, and SCN_FLAW: 1 when anything was oversold, lost
-# or sold twice, or the history is impossible. Fails, saying why in SCN_OBSERVED, when
-# the checker cannot read the history.
+# history_judge ITEM STOCK HISTORY T_NS: a run's verdict from its history (checked against
+# ITEM's stock left now, from STOCK) and from Redis: sets VERDICT (the checker's), LOST
+# (acknowledged sales lost), SOLD_TWICE, GAP_MS and GAP_FROM_MS (the longest time with no
+# sale, and where it began, in ms from T_NS), OVERSOLD, OVERLAPS, and SCN_FLAW: 1 when
+# anything was oversold, lost or sold twice, or the history is impossible. Fails, saying
+# why in SCN_OBSERVED, when the checker cannot read the history.
 history_judge() {
-    local final
-    final=$(rcli get "stock:{$ITEM}")
-    VERDICT=$(history_check "$1" "$final") ||
+    local item=$1 stock=$2 final
+    final=$(item_get stock "$item")
+    VERDICT=$(history_check "$3" "$stock" "$final") ||
         { SCN_OBSERVED="check-history could not read the history: $VERDICT"; return 1; }
-    set -- $(history_report "$1" "$2")   # sales gap_ms gap_from_ms first_after_ms sold_twice
-    LOST=$(acked_lost "$1" "$final") SOLD_TWICE=$5 GAP_MS=$2 GAP_FROM_MS=$3
-    OVERSOLD=$(oversold_now) OVERLAPS=$(overlaps_now)
+    set -- $(history_report "$3" "$4")   # sales gap_ms gap_from_ms first_after_ms sold_twice
+    LOST=$(acked_lost "$stock" "$1" "$final") SOLD_TWICE=$5 GAP_MS=$2 GAP_FROM_MS=$3
+    OVERSOLD=$(oversold_now "$item" "$stock") OVERLAPS=$(overlaps_now "$item")
     SCN_FLAW=0
     [ "$OVERSOLD" -le 0 ] && [ "$LOST" = 0 ] && [ "$SOLD_TWICE" = 0 ] && [ "$VERDICT" = possible ] ||
         SCN_FLAW=1
@@ -106,29 +134,31 @@ history_answers() {
         | join(", ")'
 }
 
-# port_of N, pid_of N: the Nth instance's port and pid (1-based).
+# port_of N, pid_of N: the stack's Nth instance's port and pid (1-based).
 port_of() { echo "$INSTANCE_PORTS" | awk -v n="$1" '{ print $n }'; }
 pid_of() { echo "$INSTANCE_PIDS" | awk -v n="$1" '{ print $n }'; }
 
-# sale PORT QUERY: one sale, its status appended to codes; prints the status.
-sale() {
+# sale_fg DIR ITEM PORT [QUERY]: one sale of ITEM on the instance on PORT, QUERY added; its
+# status appended to DIR/codes; prints the status.
+sale_fg() {
     local code
     code=$(curl -s -o /dev/null -m 60 -w '%{http_code}' \
-        "http://127.0.0.1:$1/inventory/sale?item=$ITEM${2:+&$2}") || code=000
-    echo "$code" >> "$SCN_DIR/codes"
+        "http://127.0.0.1:$3/inventory/sale?item=$2${4:+&$4}") || code=000
+    echo "$code" >> "$1/codes"
     echo "$code"
 }
 
-# sale_bg PORT QUERY: the same in the background; bg_wait waits for it.
+# sale_bg DIR ITEM PORT [QUERY]: the same in the background; bg_wait waits for it.
 BG_PIDS=""
-sale_bg() { sale "$@" >/dev/null & BG_PIDS="$BG_PIDS $!"; }
+sale_bg() { sale_fg "$@" >/dev/null & BG_PIDS="$BG_PIDS $!"; }
 
-# load_bg PORT CONNS SECS QUERY NAME [RECORD]: wrk in the background against one port
-# (LOAD_PID is its pid); with RECORD, every answer is written to RECORD<thread> (sale.lua).
+# load_bg DIR ITEM PORT CONNS SECS QUERY NAME [RECORD]: wrk in the background against one
+# port, selling ITEM with QUERY added, its JSON line in DIR/wrk-NAME.out (LOAD_PID is its
+# pid); with RECORD, every answer is written to RECORD<thread> (sale.lua).
 load_bg() {
-    wrk -t 1 -c "$2" -d "${3}s" --timeout 30s -s "$LOADTEST_DIR/sale.lua" \
-        "http://127.0.0.1:$1" -- "/inventory/sale?item=$ITEM${4:+&$4}" ${6:+"$6"} \
-        > "$SCN_DIR/wrk-$5.out" 2>&1 &
+    wrk -t 1 -c "$4" -d "${5}s" --timeout 30s -s "$LOADTEST_TOOLS/sale.lua" \
+        "http://127.0.0.1:$3" -- "/inventory/sale?item=$2${6:+&$6}" ${8:+"$8"} \
+        > "$1/wrk-$7.out" 2>&1 &
     LOAD_PID=$!
     BG_PIDS="$BG_PIDS $!"
 }
@@ -141,45 +171,51 @@ bg_wait() {
     BG_PIDS=""
 }
 
-overlaps_now() { local o; o=$(rcli get "overlaps:{$ITEM}"); echo "${o:-0}"; }
-sold_now() { local s; s=$(rcli get "sold:{$ITEM}"); echo "${s:-0}"; }
-sold_at_least() { [ "$(sold_now)" -ge "$1" ]; }
-sold_out_now() { [ "$(rcli get "stock:{$ITEM}")" = 0 ]; }
-# oversold_now: sold - (STOCK - stock), from what Redis holds now.
+# overlaps_now ITEM, sold_now ITEM: ITEM's overlaps and sold in Redis now (0: none).
+overlaps_now() { local o; o=$(item_get overlaps "$1"); echo "${o:-0}"; }
+sold_now() { local s; s=$(item_get sold "$1"); echo "${s:-0}"; }
+# sold_at_least ITEM N, sold_out_now ITEM: ITEM has sold N or more; has no stock left.
+sold_at_least() { [ "$(sold_now "$1")" -ge "$2" ]; }
+sold_out_now() { [ "$(item_get stock "$1")" = 0 ]; }
+# oversold_now ITEM STOCK: sold - (STOCK - stock) of ITEM, from what Redis holds now.
 oversold_now() {
-    set -- $(rcli mget "stock:{$ITEM}" "sold:{$ITEM}" | tr '\n' ' ')
-    echo $(( ${2:-0} - (STOCK - ${1:-0}) ))
+    local stock=$2
+    set -- $(rcli mget "$(item_key stock "$1")" "$(item_key sold "$1")" | tr '\n' ' ')
+    echo $(( ${2:-0} - (stock - ${1:-0}) ))
 }
-lock_held() { [ "$(rcli exists "$(lock_key)")" = 1 ]; }
-lock_free() { [ "$(rcli exists "$(lock_key)")" = 0 ]; }
+# lock_held ITEM, lock_free ITEM: ITEM's lock key exists; does not.
+lock_held() { [ "$(rcli exists "$(item_key lock "$1")")" = 1 ]; }
+lock_free() { [ "$(rcli exists "$(item_key lock "$1")")" = 0 ]; }
 
-# sampler_start / sampler_stop: stock and sold every 100 ms into $SCN_DIR/timeline.
+# sampler_start DIR ITEM / sampler_stop: ITEM's stock and sold every 100 ms into
+# DIR/timeline.
 sampler_start() {
-    local t0; t0=$(date +%s%N)
+    local t0 stock sold
+    t0=$(date +%s%N) stock=$(item_key stock "$2") sold=$(item_key sold "$2")
     ( while sleep 0.1; do
-        v=$(rcli mget "stock:{$ITEM}" "sold:{$ITEM}") || continue   # Redis down: no point
+        v=$(rcli mget "$stock" "$sold") || continue   # Redis down: no point
         set -- $(echo "$v" | tr '\n' ' ')
         echo "$(( ($(date +%s%N) - t0) / 1000000 )) ${1:-0} ${2:-0}"
-      done ) > "$SCN_DIR/timeline" 2>/dev/null &
+      done ) > "$1/timeline" 2>/dev/null &
     SAMPLER_PID=$!
 }
 sampler_stop() { kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null; }
 
-# --- redlock's lock masters (MASTER_PORTS, MASTER_PIDS from stack.env) --------------------
+# --- redlock's lock masters (the stack's MASTER_PORTS, MASTER_PIDS) ------------------------
 master_pid() { echo "$MASTER_PIDS" | awk -v n="$1" '{ print $n }'; }
 master_port() { echo "$MASTER_PORTS" | awk -v n="$1" '{ print $n }'; }
 # kill_master N: kill -9 the Nth master.
 kill_master() { kill -9 "$(master_pid "$1")" 2>/dev/null; }
 
 # --- the data Redis under Sentinel (deploy/up --sentinel) -----------------------------------
-# Its servers are known by port: REDIS_PORT (the first master: RUN_DIR/redis, redis.pid)
-# and REPLICA_PORTS (RUN_DIR/replica-PORT, replica-PORT.pid); which of them is master
+# Its servers are known by port: REDIS_PORT (the first master: STACK_DIR/redis, redis.pid)
+# and REPLICA_PORTS (STACK_DIR/replica-PORT, replica-PORT.pid); which of them is master
 # changes with each failover: current_master (deploy/lib.sh) says which is now.
 
 # data_pidfile PORT, data_dir PORT, data_log PORT: the files of the data server on PORT.
-data_pidfile() { [ "$1" = "$REDIS_PORT" ] && echo "$RUN_DIR/redis.pid" || echo "$RUN_DIR/replica-$1.pid"; }
-data_dir() { [ "$1" = "$REDIS_PORT" ] && echo "$RUN_DIR/redis" || echo "$RUN_DIR/replica-$1"; }
-data_log() { [ "$1" = "$REDIS_PORT" ] && echo "$RUN_DIR/redis.log" || echo "$RUN_DIR/replica-$1.log"; }
+data_pidfile() { [ "$1" = "$REDIS_PORT" ] && echo "$STACK_DIR/redis.pid" || echo "$STACK_DIR/replica-$1.pid"; }
+data_dir() { [ "$1" = "$REDIS_PORT" ] && echo "$STACK_DIR/redis" || echo "$STACK_DIR/replica-$1"; }
+data_log() { [ "$1" = "$REDIS_PORT" ] && echo "$STACK_DIR/redis.log" || echo "$STACK_DIR/replica-$1.log"; }
 # kill_data_server PORT: kill -9 the data server on PORT (by its pid file, if still ours).
 kill_data_server() {
     local pid; pid=$(head -n 1 "$(data_pidfile "$1")")

@@ -13,16 +13,18 @@
 defaults_long_work="ttl=500 wait=10000 stock=40"
 
 scenario_long_work() {
-    local a b work=$((TTL_MS * 3)) overlaps
+    local "$@"
+    local a b work=$((ttl_ms * 3)) overlaps
+    stack_read "$stack" || return 1
     a=$(port_of 1); b=$(port_of 2)
-    sampler_start
-    sale_bg "$a" "work_ms=$work"
-    wait_until 5 "" lock_held || { sampler_stop; SCN_OBSERVED="the long sale never took the lock"; return 1; }
-    load_bg "$b" 4 $(( work / 1000 + 2 )) "work_ms=100" long
+    sampler_start "$dir" "$item"
+    sale_bg "$dir" "$item" "$a" "work_ms=$work"
+    wait_until 5 "" lock_held "$item" || { sampler_stop; SCN_OBSERVED="the long sale never took the lock"; return 1; }
+    load_bg "$dir" "$item" "$b" 4 $(( work / 1000 + 2 )) "work_ms=100" long
     bg_wait
     sampler_stop
-    overlaps=$(rcli get "overlaps:{$ITEM}"); overlaps=${overlaps:-0}
+    overlaps=$(item_get overlaps "$item"); overlaps=${overlaps:-0}
     SCN_FLAW=0
     [ "$overlaps" -gt 0 ] && SCN_FLAW=1
-    SCN_OBSERVED="one sale worked ${work} ms on a ${TTL_MS} ms lease while others sold; overlaps $overlaps"
+    SCN_OBSERVED="one sale worked ${work} ms on a ${ttl_ms} ms lease while others sold; overlaps $overlaps"
 }

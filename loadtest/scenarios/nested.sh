@@ -10,9 +10,11 @@
 defaults_nested="ttl=2000 wait=1000"
 
 scenario_nested() {
+    local "$@"
     local i ok=0 timeouts=0 code
+    stack_read "$stack" || return 1
     for i in 1 2 3 4 5; do
-        code=$(sale "$NGINX_PORT" "nested=1")
+        code=$(sale_fg "$dir" "$item" "$NGINX_PORT" "nested=1")
         [ "$code" = 200 ] && ok=$((ok+1))
         [ "$code" = 503 ] && timeouts=$((timeouts+1))
     done

@@ -14,24 +14,26 @@
 defaults_pause="ttl=500 wait=10000 stock=40"
 
 scenario_pause() {
-    local a b pid work=$((TTL_MS * 2)) answer oversold
+    local "$@"
+    local a b pid work=$((ttl_ms * 2)) answer oversold
+    stack_read "$stack" || return 1
     a=$(port_of 1); b=$(port_of 2); pid=$(pid_of 1)
-    sampler_start
-    ( code=$(curl -s -o "$SCN_DIR/paused.json" -m 60 -w '%{http_code}' \
-          "http://127.0.0.1:$a/inventory/sale?item=$ITEM&work_ms=$work") || code=000
-      echo "$code" >> "$SCN_DIR/codes"; echo "$code" > "$SCN_DIR/paused.code" ) &
+    sampler_start "$dir" "$item"
+    ( code=$(curl -s -o "$dir/paused.json" -m 60 -w '%{http_code}' \
+          "http://127.0.0.1:$a/inventory/sale?item=$item&work_ms=$work") || code=000
+      echo "$code" >> "$dir/codes"; echo "$code" > "$dir/paused.code" ) &
     BG_PIDS="$BG_PIDS $!"
-    wait_until 5 "" lock_held
+    wait_until 5 "" lock_held "$item"
     sleep 0.1
     kill -STOP "$pid"
-    load_bg "$b" 4 $(( TTL_MS * 4 / 1000 + 1 )) "work_ms=50" pause
-    sleep "$(awk "BEGIN{print $TTL_MS * 4 / 1000}")"
+    load_bg "$dir" "$item" "$b" 4 $(( ttl_ms * 4 / 1000 + 1 )) "work_ms=50" pause
+    sleep "$(awk "BEGIN{print $ttl_ms * 4 / 1000}")"
     kill -CONT "$pid"
     bg_wait
     sampler_stop
-    oversold=$(oversold_now)
-    answer="$(cat "$SCN_DIR/paused.code" 2>/dev/null) $(jq -r '.error // "sold"' "$SCN_DIR/paused.json" 2>/dev/null)"
+    oversold=$(oversold_now "$item" "$stock")
+    answer="$(cat "$dir/paused.code" 2>/dev/null) $(jq -r '.error // "sold"' "$dir/paused.json" 2>/dev/null)"
     SCN_FLAW=0
     [ "$oversold" -gt 0 ] && SCN_FLAW=1
-    SCN_OBSERVED="holder paused $((TTL_MS * 4)) ms with a ${TTL_MS} ms lease while others sold; overlaps $(overlaps_now); oversold $oversold; the paused sale answered $answer"
+    SCN_OBSERVED="holder paused $((ttl_ms * 4)) ms with a ${ttl_ms} ms lease while others sold; overlaps $(overlaps_now "$item"); oversold $oversold; the paused sale answered $answer"
 }

@@ -12,34 +12,36 @@
 # A stock large enough that the sales never sell out.
 defaults_quorum_lost="ttl=2000 wait=3000 stock=100000"
 
-# restart_master N: the Nth master again, from its own files, on its port (as deploy/up
-# started it; its pid file updated so that deploy/down stops it).
+# restart_master N: the stack's Nth master again, from its own files, on its port (as
+# deploy/up started it; its pid file updated so that deploy/down stops it).
 restart_master() {
     local p; p=$(master_port "$1")
-    redis_start "$p" 127.0.0.1 "$FSYNC" "$RUN_DIR/master-$p" "$RUN_DIR/master-$p.log" \
-        "$RUN_DIR/master-$p.pid"
+    redis_start "$p" 127.0.0.1 "$FSYNC" "$STACK_DIR/master-$p" "$STACK_DIR/master-$p.log" \
+        "$STACK_DIR/master-$p.pid"
     MASTER_PIDS=$(echo "$MASTER_PIDS" | awk -v n="$1" -v pid="$REDIS_STARTED_PID" '{ $n = pid; print }')
     wait_until 5 "" redis_pings "$p"
 }
 
 scenario_quorum_lost() {
+    local "$@"
     local i code t0 ms slowest=0 failed=0 resumed=0 n=5
+    stack_read "$stack" || return 1
     [ -n "${MASTER_PIDS:-}" ] || { SCN_OBSERVED="no lock masters in this stack (redlock only)"; return 1; }
-    sale "$(port_of 1)" >/dev/null
+    sale_fg "$dir" "$item" "$(port_of 1)" >/dev/null
     kill_master 1; kill_master 2
     for i in $(seq $n); do
         t0=$(date +%s%N)
-        code=$(curl -s -o "$SCN_DIR/lost.json" -m 60 -w '%{http_code}' \
-            "http://127.0.0.1:$(port_of $(( i % 2 + 1 )))/inventory/sale?item=$ITEM") || code=000
-        echo "$code" >> "$SCN_DIR/codes"
+        code=$(curl -s -o "$dir/lost.json" -m 60 -w '%{http_code}' \
+            "http://127.0.0.1:$(port_of $(( i % 2 + 1 )))/inventory/sale?item=$item") || code=000
+        echo "$code" >> "$dir/codes"
         ms=$(( ($(date +%s%N) - t0) / 1000000 )); [ "$ms" -gt "$slowest" ] && slowest=$ms
-        [ "$code" = 503 ] && jq -e '.error == "lock_unavailable"' "$SCN_DIR/lost.json" >/dev/null 2>&1 &&
+        [ "$code" = 503 ] && jq -e '.error == "lock_unavailable"' "$dir/lost.json" >/dev/null 2>&1 &&
             failed=$((failed+1))
     done
     restart_master 1 && restart_master 2
-    for i in $(seq $n); do [ "$(sale "$(port_of $(( i % 2 + 1 )))")" = 200 ] && resumed=$((resumed+1)); done
+    for i in $(seq $n); do [ "$(sale_fg "$dir" "$item" "$(port_of $(( i % 2 + 1 )))")" = 200 ] && resumed=$((resumed+1)); done
     SCN_FLAW=0
-    [ "$failed" = "$n" ] && [ "$slowest" -lt $(( ${WAIT_MS:-3000} / 2 )) ] && [ "$resumed" = "$n" ] &&
-        [ "$(oversold_now)" = 0 ] || SCN_FLAW=1
-    SCN_OBSERVED="two lock masters of three killed: $failed of $n sales answered 503 lock_unavailable, the slowest in $slowest ms (wait limit ${WAIT_MS:-3000} ms); masters restarted: $resumed of $n sold; oversold $(oversold_now)"
+    [ "$failed" = "$n" ] && [ "$slowest" -lt $(( ${wait_ms:-3000} / 2 )) ] && [ "$resumed" = "$n" ] &&
+        [ "$(oversold_now "$item" "$stock")" = 0 ] || SCN_FLAW=1
+    SCN_OBSERVED="two lock masters of three killed: $failed of $n sales answered 503 lock_unavailable, the slowest in $slowest ms (wait limit ${wait_ms:-3000} ms); masters restarted: $resumed of $n sold; oversold $(oversold_now "$item" "$stock")"
 }

@@ -11,16 +11,18 @@
 defaults_release_gap="ttl=2000 wait=10000"
 
 scenario_release_gap() {
-    local a b gap=$((TTL_MS * 3 / 2)) stolen
+    local "$@"
+    local a b gap=$((ttl_ms * 3 / 2)) stolen
+    stack_read "$stack" || return 1
     a=$(port_of 1); b=$(port_of 2)
-    sale_bg "$a" "release_gap_ms=$gap"                  # t=0: sells, then releases slowly
-    sleep "$(awk "BEGIN{print $TTL_MS * 1.15 / 1000}")" # its lease has run out
-    sale_bg "$b" "work_ms=$((TTL_MS * 3 / 4))"          # B holds from ~1.15 TTL to ~1.9 TTL
-    sleep "$(awk "BEGIN{print $TTL_MS * 0.45 / 1000}")" # A's step runs at 1.5 TTL, B inside
-    sale_bg "$b" ""                                     # C: enters if B's lock was deleted
+    sale_bg "$dir" "$item" "$a" "release_gap_ms=$gap"    # t=0: sells, then releases slowly
+    sleep "$(awk "BEGIN{print $ttl_ms * 1.15 / 1000}")"  # its lease has run out
+    sale_bg "$dir" "$item" "$b" "work_ms=$((ttl_ms * 3 / 4))"   # B holds from ~1.15 TTL to ~1.9 TTL
+    sleep "$(awk "BEGIN{print $ttl_ms * 0.45 / 1000}")"  # A's step runs at 1.5 TTL, B inside
+    sale_bg "$dir" "$item" "$b" ""                       # C: enters if B's lock was deleted
     bg_wait
-    stolen=$(metric_sum inventory_lock_stolen_total)   # loadtest/run's, over the live instances
+    stolen=$(metric_sum inventory_lock_stolen_total)   # deploy/lib.sh's, over the stack's instances
     SCN_FLAW=0
     [ "${stolen:-0}" -gt 0 ] && SCN_FLAW=1
-    SCN_OBSERVED="foreign deletes seen by the holder: ${stolen:-0}; overlaps $(overlaps_now)"
+    SCN_OBSERVED="foreign deletes seen by the holder: ${stolen:-0}; overlaps $(overlaps_now "$item")"
 }

@@ -27,19 +27,19 @@
 # of v8's 500), and sells those units again; the checker counts them (acknowledged sales
 # lost, sold twice). Only a grant confirmed by WAIT (--replicas) is safe from it, and the
 # sale's own write is not.
-# Rows in loadtest/evolution: v8, v9 and atomic. (now_ms is loadtest/run's.)
+# Rows in loadtest/evolution: v8, v9 and atomic. (now_ms is deploy/lib.sh's.)
 
 # A lease as in production (30 s: a stall would show whole); a stock the run cannot sell.
 defaults_sentinel_failover="ttl=30000 wait=10000 stock=1000000 sentinel"
 
-# held_sale: one sale of the held item through nginx; prints its status.
-held_sale() { curl -s -o /dev/null -m 15 -w '%{http_code}' "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$HELD"; }
-# first_held_sale_ms T0_NS: sells the held item until one is sold (30 s at most); prints
-# the ms from T0_NS (monotonic) to that answer, or -1.
+# held_sale HELD: one sale of the held item HELD through nginx; prints its status.
+held_sale() { curl -s -o /dev/null -m 15 -w '%{http_code}' "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$1"; }
+# first_held_sale_ms HELD T0_NS: sells the held item HELD until one is sold (30 s at most);
+# prints the ms from T0_NS (monotonic) to that answer, or -1.
 first_held_sale_ms() {
     local end=$(( $(date +%s) + 30 ))
     while [ "$(date +%s)" -lt "$end" ]; do
-        [ "$(held_sale)" = 200 ] && { echo $(( ($(mono_now_ns) - $1) / 1000000 )); return; }
+        [ "$(held_sale "$1")" = 200 ] && { echo $(( ($(mono_now_ns) - $2) / 1000000 )); return; }
         sleep 0.02
     done
     echo -1
@@ -52,7 +52,7 @@ master_gone() { ! is_ours "$1" redis-server; }
 switches_logged() {
     local p
     for p in $SENTINEL_PORTS; do
-        grep -o '+switch-master [^ ]* [^ ]* [0-9]* [^ ]* [0-9]*' "$RUN_DIR/sentinel-$p.log" 2>/dev/null
+        grep -o '+switch-master [^ ]* [^ ]* [0-9]* [^ ]* [0-9]*' "$STACK_DIR/sentinel-$p.log" 2>/dev/null
     done | awk '!seen[$0]++ { printf "%s%s->%s", sep, $4, $6; sep = ", " }'
 }
 # a_replica_promoted: prints the port of a replica that says it is a master (the sentinels
@@ -65,41 +65,45 @@ a_replica_promoted() {
     return 1
 }
 
-# held_on_replicas: every replica has the held item's lock.
+# held_on_replicas HELD: every replica has the held item HELD's lock.
 held_on_replicas() {
     local p
-    for p in $REPLICA_PORTS; do [ "$(rcli -p "$p" exists "lock:{$HELD}")" = 1 ] || return 1; done
+    for p in $REPLICA_PORTS; do [ "$(rcli -p "$p" exists "$(item_key lock "$1")")" = 1 ] || return 1; done
 }
+# held_lock_on HOST:PORT HELD: the server at HOST:PORT has the held item HELD's lock.
+held_lock_on() { [ "$(rcli -p "$1" exists "$(item_key lock "$2")")" = 1 ]; }
 
 scenario_sentinel_failover() {
-    local hist=$SCN_DIR/history.jsonl secs=${SECS:-10} old kill_at new work="" load_pid work_pid
+    local "$@"
+    local hist=$dir/history.jsonl old kill_at new work="" load_pid work_pid held
     local kill_ns prom_ns final verdict lost before ghosts at_clean failover_ms overlaps held_ms pid held_on
-    HELD="$ITEM-held"
+    secs=${secs:-10} held="$item-held"
+    stack_read "$stack" || return 1
     [ -n "${SENTINEL_PORTS:-}" ] || { SCN_OBSERVED="no sentinels in this stack (deploy/up --sentinel)"; return 1; }
-    [ -x "$ROOT/build/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
-    MONO_OFFSET=$(mono_offset_ns)
+    [ -x "$BUILD_DIR/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
+    mono_start
     old=$(current_master) || { SCN_OBSERVED="the sentinels name no master"; return 1; }
-    rcli set "stock:{$HELD}" 1000 >/dev/null
+    item_set "$held" 1000 >/dev/null
     # Work inside the lock (1 ms a sale, so that one is inside at the kill), where the
     # instances take work (the atomic sale has no room for it: 400).
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$HELD&work_ms=1")" = 400 ] ||
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$held&work_ms=1")" = 400 ] ||
         work="&work_ms=1"
-    "$ROOT/build/sale-load" --url "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$ITEM$work" \
-        -c 16 -d "$secs" --history "$hist" > "$SCN_DIR/load.out" 2>&1 &
+    "$BUILD_DIR/sale-load" --url "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$item$work" \
+        -c 16 -d "$secs" --history "$hist" > "$dir/load.out" 2>&1 &
     load_pid=$!
     kill_at=$(awk -v s="$secs" 'BEGIN { printf "%.2f", s / 3 }')
     sleep "$kill_at"
     # The held item: one sale working a second inside its lock when the master dies.
-    curl -s -o "$SCN_DIR/work.json" -m 30 -w '%{http_code}\n' \
-        "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$HELD${work:+&work_ms=1000}" > "$SCN_DIR/work.code" &
+    curl -s -o "$dir/work.json" -m 30 -w '%{http_code}\n' \
+        "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$held${work:+&work_ms=1000}" > "$dir/work.code" &
     work_pid=$!
     stop_bg() { kill "$load_pid" "$work_pid" 2>/dev/null; wait "$load_pid" "$work_pid" 2>/dev/null; }
-    [ -z "$work" ] || wait_until 3 "" sh -c "[ \"\$(REDISCLI_AUTH=\$(cat '$REDIS_PASSWORD_FILE') redis-cli -h '${old%:*}' -p '${old##*:}' exists 'lock:{$HELD}')\" = 1 ]" ||
+    [ -z "$work" ] || wait_until 3 "" held_lock_on "$old" "$held" ||
         { SCN_OBSERVED="the held item's sale never took its lock"; stop_bg; return 1; }
     # And its replicas have it (asynchronous: a few ms behind the master, more on a busy
     # machine): the kill comes once they do, while the sale still works its second.
-    [ -z "$work" ] || wait_until 1 "" held_on_replicas
-    before=$(rcli get "overlaps:{$ITEM}")
+    [ -z "$work" ] || wait_until 1 "" held_on_replicas "$held"
+    before=$(item_get overlaps "$item")
     before=${before:-0}
     pid=$(head -n 1 "$(data_pidfile "${old##*:}")")
     kill_data_server "${old##*:}" || { SCN_OBSERVED="could not kill the master ${old}"; stop_bg; return 1; }
@@ -107,31 +111,31 @@ scenario_sentinel_failover() {
     kill_ns=$(mono_now_ns)     # once it is gone: no sale answered after this came from it
     # The sales inside the critical section at the kill never leave the overlap probe (their
     # SREM went nowhere), and the replicas have them: read them there before a promotion.
-    ghosts=$(for p in $REPLICA_PORTS; do rcli -p "$p" smembers "probe:{$ITEM}"; done | sort -u)
+    ghosts=$(for p in $REPLICA_PORTS; do rcli -p "$p" smembers "$(item_key probe "$item")"; done | sort -u)
     # And whether the held lock is on them: the one promoted will hold it at the start.
-    held_on=$(for p in $REPLICA_PORTS; do rcli -p "$p" exists "lock:{$HELD}"; done | paste -sd, -)
+    held_on=$(for p in $REPLICA_PORTS; do rcli -p "$p" exists "$(item_key lock "$held")"; done | paste -sd, -)
     # The ghosts go from the promoted replica as soon as it says it is a master, most often
     # before the sentinels announce it and the instances write there; the overlaps counted
     # until then (each entry saw a ghost) are set apart.
     wait_until 30 "" a_replica_promoted || { SCN_OBSERVED="no replica was promoted within 30 s"; stop_bg; return 1; }
     at_clean=$(rcli -p "$(a_replica_promoted)" eval "for _, m in ipairs(ARGV) do redis.call('srem', KEYS[1], m) end
-        return tonumber(redis.call('get', KEYS[2]) or '0')" 2 "probe:{$ITEM}" "overlaps:{$ITEM}" $ghosts)
+        return tonumber(redis.call('get', KEYS[2]) or '0')" 2 "$(item_key probe "$item")" "$(item_key overlaps "$item")" $ghosts)
     wait_until 30 "" promoted_from "$old" || { SCN_OBSERVED="the sentinels promoted no replica within 30 s"; stop_bg; return 1; }
     prom_ns=$(mono_now_ns)
     new=$(current_master)
     wait "$work_pid"
-    held_ms=$(first_held_sale_ms "$kill_ns")
+    held_ms=$(first_held_sale_ms "$held" "$kill_ns")
     restart_as_replica "${old##*:}" "$new" || { SCN_OBSERVED="the old master did not come back as a replica"; stop_bg; return 1; }
-    wait "$load_pid" || { SCN_OBSERVED="sale-load failed: $(tail -n 3 "$SCN_DIR/load.out")"; return 1; }
-    sale_load_summary "$SCN_DIR/load.out" > "$SCN_DIR/wrk-load.out"   # loadtest/run's
-    final=$(rcli get "stock:{$ITEM}")
-    verdict=$(history_check "$hist" "$final") ||
+    wait "$load_pid" || { SCN_OBSERVED="sale-load failed: $(tail -n 3 "$dir/load.out")"; return 1; }
+    sale_load_summary "$dir/load.out" > "$dir/wrk-load.out"
+    final=$(item_get stock "$item")
+    verdict=$(history_check "$hist" "$stock" "$final") ||
         { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
     case $verdict in impossible:*) verdict="impossible (what the asynchronous copy lost: ${verdict#impossible: })" ;; esac
     set -- $(history_report "$hist" "$kill_ns")   # sales gap_ms gap_from_ms first_after_kill_ms sold_twice
-    lost=$(acked_lost "$1" "$final")
+    lost=$(acked_lost "$stock" "$1" "$final")
     failover_ms=$(( (prom_ns - kill_ns) / 1000000 ))
-    overlaps=$(( $(rcli get "overlaps:{$ITEM}") - at_clean + ${before:-0} ))
+    overlaps=$(( $(item_get overlaps "$item") - at_clean + ${before:-0} ))
     SCN_FLAW=0
     # A stall: a time with no sale longer than the failover (kill to the promotion the
     # sentinels answer) plus a second; the held item not sold again within that.
@@ -139,9 +143,9 @@ scenario_sentinel_failover() {
     [ "$held_ms" -ge 0 ] && [ "$held_ms" -le $(( failover_ms + 1000 )) ] || SCN_FLAW=1
     [ "$overlaps" -le 0 ] || SCN_FLAW=1
     if [ -n "$work" ]; then
-        held_on="a sale of $HELD working in its lock (it answered $(cat "$SCN_DIR/work.code"); the replicas had its lock: $held_on)"
+        held_on="a sale of $held working in its lock (it answered $(cat "$dir/work.code"); the replicas had its lock: $held_on)"
     else
-        held_on="a sale of $HELD at the kill (no lock, no work: it answered $(cat "$SCN_DIR/work.code"))"
+        held_on="a sale of $held at the kill (no lock, no work: it answered $(cat "$dir/work.code"))"
     fi
-    SCN_OBSERVED="master ${old##*:} killed mid-load (16 keep-alive connections), $held_on; the sentinels named ${new##*:} $failover_ms ms later; first sale $4 ms after the kill, of $HELD $held_ms ms; longest with no sale $2 ms (from $3 ms after the kill); history $verdict; acknowledged sales lost $lost; sold twice $5; overlaps $overlaps (besides $(( at_clean - ${before:-0} )) against the crash's ghost); locks given back $(metric_sum inventory_lock_given_back_total); master switches $(switches_logged); answers $(jq -r '[.by_status | to_entries[] | "\(.key) x \(.value)"] | join(", ")' < <(grep '^{' "$SCN_DIR/load.out" | tail -n 1)), no answer $(grep '^{' "$SCN_DIR/load.out" | tail -n 1 | jq .no_answer)"
+    SCN_OBSERVED="master ${old##*:} killed mid-load (16 keep-alive connections), $held_on; the sentinels named ${new##*:} $failover_ms ms later; first sale $4 ms after the kill, of $held $held_ms ms; longest with no sale $2 ms (from $3 ms after the kill); history $verdict; acknowledged sales lost $lost; sold twice $5; overlaps $overlaps (besides $(( at_clean - ${before:-0} )) against the crash's ghost); locks given back $(metric_sum inventory_lock_given_back_total); master switches $(switches_logged); answers $(jq -r '[.by_status | to_entries[] | "\(.key) x \(.value)"] | join(", ")' < <(grep '^{' "$dir/load.out" | tail -n 1)), no answer $(grep '^{' "$dir/load.out" | tail -n 1 | jq .no_answer)"
 }
