@@ -2,6 +2,11 @@
 # functions (and DEPLOY_DIR, where it is; PROG, the name the sourcing script goes by).
 
 DEPLOY_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The service's defaults, for the scripts that speak of them: the item a request that
+# names none is about (common/item.h ITEM_DEFAULT) and the lease of a lock given none
+# (lock/lock.h LOCK_TTL_DEFAULT_MS); tests/test_structure.sh holds them equal.
+ITEM_DEFAULT=inventory001
+TTL_DEFAULT_MS=30000
 
 # --- a script's messages, usage and checks of its arguments ------------------------------
 # PROG: the script as its messages name it, its folder and its file (deploy/up, loadtest/run).

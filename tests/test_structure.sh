@@ -299,4 +299,13 @@ check_eq "no shell function is defined twice under one name" "" "$dups"
 keys=$(grep -nE '[a-z]+:\{\$' $shell_files | grep -v '^deploy/lib\.sh:' | grep -vE '^[^:]+:[0-9]+:[[:space:]]*#')
 check_eq "no shell file but deploy/lib.sh formats an item's key by hand (item_key)" "" "$keys"
 
+# --- the service's defaults, said once in C and once for the scripts, and equal ---
+c_item=$(sed -n 's/^#define ITEM_DEFAULT "\(.*\)"$/\1/p' common/item.h)
+c_ttl=$(sed -n 's/^#define LOCK_TTL_DEFAULT_MS \([0-9]*\)$/\1/p' lock/lock.h)
+check "the C defaults are found (ITEM_DEFAULT, LOCK_TTL_DEFAULT_MS)" test -n "$c_item" -a -n "$c_ttl"
+check_eq "deploy/lib.sh's ITEM_DEFAULT is the service's" "$c_item" "$(bash -c '. deploy/lib.sh; echo $ITEM_DEFAULT')"
+check_eq "deploy/lib.sh's TTL_DEFAULT_MS is the service's" "$c_ttl" "$(bash -c '. deploy/lib.sh; echo $TTL_DEFAULT_MS')"
+check_eq "no C file but common/item.h names the default item" "" \
+    "$(grep -ln 'inventory001' $(c_files c) $(c_files h) | grep -v '^common/item.h$' | tr '\n' ' ')"
+
 t_report

@@ -54,9 +54,9 @@ items_judge() {
     local hist=$1 k=$2 s=$3 out=$4
     items_read "$k" "$out.state" ||   # "NAME STOCK SOLD LEDGER" a line
         { echo "items_judge: Redis did not answer for every item" >&2; return 1; }
-    python3 - "$hist" "$s" "$out" <<'EOF'
+    python3 - "$hist" "$s" "$out" "$ITEM_DEFAULT" <<'EOF'
 import json, sys
-hist, stock, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+hist, stock, out, item_default = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 final, oversold, items_over, ledger_off = {}, 0, 0, 0
 for line in open(out + ".state"):
     name, left, sold, ledger = line.split()
@@ -72,7 +72,7 @@ for line in open(hist):
     r = json.loads(line)
     if r.get("status") != 200:
         continue
-    it = r.get("item", "inventory001")
+    it = r.get("item", item_default)
     sales[it] = sales.get(it, 0) + 1
     key = (it, r.get("remaining"))
     twice += key in seen
