@@ -8,7 +8,7 @@
 #   make bench            install what is missing, build, run loadtest/bench (speed, side by side)
 #   make fuzz             fuzz the service's parsers and the load client's answer parser with
 #                         libFuzzer (clang), each for FUZZ_SECONDS (300)
-#   make model            install what is missing, model-check v3 to v10 with SPIN (model/check)
+#   make model            install what is missing, model-check v3 to v11 with SPIN (model/check)
 #   make install          copy the binary to $(DESTDIR)$(PREFIX)/bin
 #   SANITIZER=address,undefined | thread   checked builds (work with make test)
 #   WERROR=0              do not turn warnings into errors (for packagers)

@@ -13,6 +13,11 @@
  * then includes system.pml. The Lua scripts (lock/scripts/, service/store/scripts/) are
  * branches of the Redis process here, each named after its file.
  *
+ * A model that defines ZOOKEEPER (v11) keeps its lock and its stock on ZooKeeper
+ * instead: model/zookeeper.pml (included here in Redis's place) has the server, its
+ * sessions and the store's steps, and the version defines acquire itself (ZooKeeper's
+ * recipe waits on a watch, not by polling).
+ *
  * Time: an abstract clock of ticks. A client's steps (a command, a script, a decision)
  * take no time; the clock ticks only when nothing else can move (Promela's timeout), so a
  * client is slow only where a fault makes it so. Leases, sleeps, pauses and the
@@ -37,6 +42,9 @@
  *                 the first lease)
  *   RESTART       Redlock: master 3 is down when the run begins; at any tick of the first
  *                 lease master 1 restarts empty and master 3 comes back
+ * and, on ZooKeeper, code changes a fault may come with (model/check's "pause+no-check"):
+ *   NO_CHECK      the sale's multi without its check of the lock node
+ *   UNGUARDED     ... and its sets with version -1 (any): the write unguarded
  *
  * Properties (ltl, selected with pan -N): mutex, no_stale_write, no_oversell,
  * no_foreign_delete, progress, reentrant, nested_refused; see the end of system.pml.
@@ -56,6 +64,9 @@
 #endif
 #ifndef FENCED
 #define FENCED 0            /* grants carry a token, the write is fenced (v9 on) */
+#endif
+#ifndef ZOOKEEPER
+#define ZOOKEEPER 0         /* the lock and the stock on ZooKeeper (v11) */
 #endif
 
 #define STOCK       2
@@ -275,6 +286,7 @@ inline lock_command() {
     fi
 }
 
+#if !ZOOKEEPER
 /* Redis: takes one request at a time and runs it whole, as Redis runs a command or a
  * script; answers on the requester's channel. */
 active proctype Redis() {
@@ -313,6 +325,26 @@ inline redis_call(cmd, s, a1, a2) {
     reply[conn] ? ans, r, tok
 }
 
+/* The sale's store steps on Redis (service/store/redis_sell.c): the stock's read, and the
+ * write (fenced for a grant with a token), or nothing when sold out. */
+inline sale_read(me) {
+    redis_call(GET_STOCK, 0, 0, 0);
+    stock_read = r;
+    printf("EV %c: read stock %d\n", NAME(me), stock_read)
+}
+
+inline sale_write(me) {
+    if
+    :: k > 0 && token[me] > 0 -> redis_call(SALE_WRITE_FENCED, 0, stock_read, token[me])
+    :: k > 0 && token[me] == 0 -> redis_call(SALE_WRITE, 0, stock_read, 0)
+    :: stock_read == 0 -> printf("EV %c: sold out\n", NAME(me))
+    :: else
+    fi
+}
+#else
+#include "zookeeper.pml"
+#endif
+
 /* --- the clock ---------------------------------------------------------------------- */
 
 inline count_down(x) {
@@ -322,10 +354,14 @@ inline count_down(x) {
     fi
 }
 
-/* One tick: leases run out (Redis deletes the key), sleeps and pauses go on. The clock
- * stops once every client has finished. */
+/* One tick: leases run out (Redis deletes the key), on ZooKeeper sessions hear their
+ * heartbeats or expire, sleeps and pauses go on. The clock stops once every client has
+ * finished. */
 active proctype Clock() {
     byte i;
+#if ZOOKEEPER
+    byte j;
+#endif
 
 end:
     do
@@ -349,6 +385,9 @@ end:
                 :: else
                 fi
             }
+#if ZOOKEEPER
+            session_ticks(i, j);
+#endif
             for (i : 0 .. NCLIENTS - 1) {
                 count_down(sleep_t[i]);
                 count_down(pause_t[i]);
@@ -373,7 +412,11 @@ inline sleep(me, n) {
 
 /* The whole client stops for n ticks: every thread, the watchdog too (SIGSTOP, GC). */
 inline pause(me, n) {
+#if ZOOKEEPER
+    printf("EV %c: paused %d ticks, its session's heartbeats too\n", NAME(me), n);
+#else
     printf("EV %c: paused %d ticks, its watchdog too\n", NAME(me), n);
+#endif
     pause_t[me] = n;
     pause_t[me] == 0;
     printf("EV %c: resumes\n", NAME(me))
@@ -432,6 +475,7 @@ inline hash_renew(me, st) {
 
 /* --- acquire and release around the version's steps: lock/lock.c, lock/wait.c ------- */
 
+#if !ZOOKEEPER
 /* Tries until granted, sleeping POLL ticks after a refusal; gives up after limit
  * refusals (FOREVER: never). With a watchdog, a grant is registered with it. */
 inline acquire(me, limit, ok, nested) {
@@ -471,6 +515,7 @@ inline acquire(me, limit, ok, nested) {
     fi
 #endif
 }
+#endif
 
 inline give_back(me, ok) {
     release(me, ok);

@@ -7,8 +7,10 @@
 /* --- the sale: service/sale/sale.c's sell_batch, one sale per client ---------------------- */
 
 /* Acquire (waiting as long as it takes), read the stock, [the nested helper], work, the
- * lease check, write stock - 1 (or nothing when sold out), release. Under crash the
- * survivors come after the holder has died, as the crash scenario's later sales do. */
+ * lease check, write stock - 1 (or nothing when sold out), release; on ZooKeeper, close
+ * the session. The read and the write are the store's (sale_read, sale_write). Under
+ * crash the survivors come after the holder has died, as the crash scenario's later
+ * sales do. */
 proctype Client(byte me) {
     byte conn = me;
     byte stock_read, waited, k;
@@ -17,6 +19,9 @@ proctype Client(byte me) {
     byte tok;
 #if NSERVERS > 1
     byte m, granted, answered, most;
+#endif
+#if ZOOKEEPER
+    byte rc, pred, pred_by, stock_ver, sold_read, sold_ver;
 #endif
 
     if
@@ -27,9 +32,7 @@ proctype Client(byte me) {
     in_cs++;
     progressed = crashed;
     /* The stock read rides with the acquire. */
-    redis_call(GET_STOCK, 0, 0, 0);
-    stock_read = r;
-    printf("EV %c: read stock %d\n", NAME(me), stock_read);
+    sale_read(me);
     k = (stock_read > 0 -> 1 : 0);
     if
     :: NESTS(me) ->                             /* nested_helper() */
@@ -75,13 +78,11 @@ proctype Client(byte me) {
     :: else
     fi;
     in_cs--;                                    /* decided: the write is on its way */
-    if
-    :: k > 0 && token[me] > 0 -> redis_call(SALE_WRITE_FENCED, 0, stock_read, token[me])
-    :: k > 0 && token[me] == 0 -> redis_call(SALE_WRITE, 0, stock_read, 0)
-    :: stock_read == 0 -> printf("EV %c: sold out\n", NAME(me))
-    :: else
-    fi;
+    sale_write(me);
     give_back(me, ok);
+#if ZOOKEEPER
+    close_session(me);
+#endif
 gone:
     finished[me] = true;
     nfinished++
@@ -173,9 +174,11 @@ init {
  * until their write is sent, as the sale's probe counts (service/faults/faults.c)). */
 ltl mutex { [] (in_cs <= 1) }
 /* No stale write: a write by a client whose lease ended (the lock, on a quorum of its
- * servers, is not its own) is never applied: the fencing property. */
+ * servers, is not its own; on ZooKeeper, its node is gone or not the lowest) is never
+ * applied: the fencing property. */
 ltl no_stale_write { [] !stale }
-/* No oversell: sold + stock stays the stock we started from. */
+/* No oversell: sold + stock stays the stock we started from (on ZooKeeper, sold counts
+ * the ledger's entries: the sales acknowledged). */
 ltl no_oversell { [] (sold + stock == STOCK) }
 /* A release never deletes a lock another client holds. */
 ltl no_foreign_delete { [] !foreign_del }

@@ -51,6 +51,16 @@ expect v9  late-pause  no-stale-write    broken "a lone late write, with no gran
 expect v10 master-down mutex             holds  "one master of three lost"
 expect v10 restart     mutex             broken "a master restarts empty before the lease ends"
 expect v10 restart     no-oversell       holds  "the older token's write is refused once the newer was issued"
+expect v11 pause           mutex          broken "the paused holder's session expires: the next holds beside it"
+expect v11 pause           no-stale-write holds  "the multi's check finds the paused holder's node gone: nothing written"
+expect v11 pause           no-oversell    holds  "the multi's check finds the paused holder's node gone: nothing written"
+expect v11 short-pause     mutex          holds  "a pause shorter than the session"
+expect v11 long-work       mutex          holds  "the heartbeats keep the session"
+expect v11 crash           progress       holds  "the dead holder's session expires, its node with it"
+expect v11 pause+unguarded no-oversell    broken "no check, sets with version -1: the stale write lands"
+expect v11 pause+unguarded no-stale-write broken "no check, sets with version -1: the stale write lands"
+expect v11 pause+no-check  no-oversell    holds  "the version alone stops the lost update"
+expect v11 pause+no-check  no-stale-write broken "without the check a write lands without the lock (on a read its version proves fresh)"
 
 # Every broken row: a readable sequence beside it, ending with the break.
 broken=$(jq -r '.[] | select(.holds | not) | "\(.version)-\(.fault)-\(.property)"' "$OUT/model.json" 2>/dev/null)
@@ -80,5 +90,18 @@ check "v9 late-pause's sequence: A's late write lands with no grant after its pa
     "$OUT/model/v9-late-pause-no-stale-write.txt"
 check "v3's sequence: B refused for ever" sh -c \
     "grep -A1 '^then, for ever:' '$OUT/model/v3-crash-progress.txt' | grep -q 'B: acquire refused'"
+check "v11 pause's sequence: A's session expires, its node with it, and B's watch lets B in" \
+    awk '/^A: acquire ok/ { a = 1 } a && /^A: paused/ { p = 1 } p && /^A.s session expires: its node/ { e = 1 }
+         e && /B.s watch fires/ { w = 1 } w && /^B: acquire ok/ { b = 1 } /^A: (resumes|multi)/ { bad = 1 }
+         END { exit !(b && !bad) }' "$OUT/model/v11-pause-mutex.txt"
+check "v11 unguarded's sequence: A's multi, on its read from before B's write, lands after it" \
+    awk '/^A: read stock 2 \(version 0\)/ { r = 1 } r && /^B: read stock 2 \(version 0\)/ { rb = 1 }
+         rb && /^B: multi writes stock 1/ { wb = 1 } wb && /^A: multi writes stock 1 / { wa = 1 }
+         END { exit !wa }' "$OUT/model/v11-pause+unguarded-no-oversell.txt"
+check "v11 no-check's sequence: a multi lands after its client's session expired" \
+    awk '/^A.s session expires/ { e = 1 } e && /^A: multi writes/ { w = 1 } END { exit !w }' \
+    "$OUT/model/v11-pause+no-check-no-stale-write.txt"
+check "v11's diagrams name ZooKeeper's lane, the others Redis's" sh -c \
+    "grep -q '>ZooKeeper</text>' '$OUT/model/v11-pause-mutex.svg' && ! grep -q '>Redis</text>' '$OUT/model/v11-pause-mutex.svg' && grep -q '>Redis</text>' '$OUT/model/v4-long-work-mutex.svg'"
 
 t_report
