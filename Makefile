@@ -34,16 +34,16 @@ ifneq ($(SANITIZER),)
 FINAL_CFLAGS  += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer
 FINAL_LDFLAGS += -fsanitize=$(SANITIZER)
 endif
-FINAL_LIBS := $(PKG_LIBS) -pthread $(LDLIBS)
+FINAL_LIBS := $(PKG_LIBS) -lzookeeper_mt -pthread $(LDLIBS)
 
 COMMON_SRC  := $(wildcard common/*.c)
-LOCK_SRC    := $(wildcard lock/*.c redis/*.c)
+LOCK_SRC    := $(wildcard lock/*.c redis/*.c zk/*.c)
 SERVICE_SRC := $(wildcard service/*.c service/*/*.c)
 LUA_SRC     := $(wildcard lock/scripts/*.lua service/store/scripts/*.lua)
 COMMON_OBJ  := $(COMMON_SRC:%.c=build/%.o)
 LOCK_OBJ    := $(LOCK_SRC:%.c=build/%.o) $(COMMON_OBJ)
 SERVICE_OBJ := $(SERVICE_SRC:%.c=build/%.o)
-HEADERS     := $(wildcard common/*.h lock/*.h redis/*.h service/*.h service/*/*.h loadtest/*.h tests/*.h) \
+HEADERS     := $(wildcard common/*.h lock/*.h redis/*.h zk/*.h service/*.h service/*/*.h loadtest/*.h tests/*.h) \
                build/lua_scripts.h build/script_args.h build/live_html.h
 
 .PHONY: all test demo bench fuzz model deps install clean

@@ -288,7 +288,8 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *
 {
     struct lock_trip ahead = { .before = writes };
     struct error why = { 0 };
-    int st = LOCK_OK, released, lost = renewals_stop(lc, g);
+    int st = LOCK_OK, released, counted = renewals_stop(lc, g);
+    int lost = counted || (lc->ops->lost && lc->ops->lost(lc, g));   /* before it is gone */
 
     /* A lock kept in the process has no command to ride with: the writes go first. */
     if (!lc->ops->remote) {
@@ -301,7 +302,7 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *
     grant_over(lc, g, released == LOCK_ERROR, why.fault);   /* unanswered: it may still hold */
 
     if (st == LOCK_NOT_OWNER) {
-        if (!lost)
+        if (!counted)
             atomic_fetch_add(&lc->lost_leases, 1);   /* the watchdog counted what it saw */
         if (lost || (g->valid_until_ms != 0 && clock_now_ms() >= g->valid_until_ms)) {
             st = LOCK_EXPIRED;
@@ -326,9 +327,16 @@ void lock_abandon(struct lock_client *lc, struct lock_grant *g)
 
 int lock_grant_is_lost(struct lock_client *lc, const struct lock_grant *g)
 {
+    if (lc->ops->lost && lc->ops->lost(lc, g))
+        return 1;
     if (lc->ops->keepalive)
         return lock_keepalive_is_lost(lc, g);
     return g->valid_until_ms != 0 && clock_now_ms() >= g->valid_until_ms;
+}
+
+const char *lock_grant_guard(const struct lock_client *lc, const struct lock_grant *g)
+{
+    return lc->ops->guard ? lc->ops->guard(g) : NULL;
 }
 
 int lock_grant_is_wanted(struct lock_client *lc, const struct lock_grant *g)

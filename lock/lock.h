@@ -30,6 +30,7 @@
 #include "common/error.h"
 #include "common/item.h"
 #include "redis/redis.h"
+#include "zk/zk.h"
 
 #define LOCK_ITEM_MAX ITEM_MAX
 #define LOCK_OWNER_MAX 96
@@ -69,6 +70,8 @@ struct lock_grant;
 struct lock_config {
     struct rd_client *redis;  /* the data Redis: lock:{I}, fence:{I}, what rides along.
                                  Lent: the caller frees it after the lock client */
+    struct zk_client *zk;     /* v11: the ZooKeeper session its nodes live in (the store's,
+                                 lent likewise) */
     long ttl_ms;              /* lease length; 0 means LOCK_TTL_DEFAULT_MS */
     long retry_ms;            /* poll: sleep between tries; 0 means 10 */
     const char *instance_id;  /* unique per process (a uuid); prefix of every owner id */
@@ -151,6 +154,13 @@ struct lock_ops {
      * could delete the next holder's), so that a lock given up on without an answer can
      * be given back later, safely (lock/owner.c). */
     int checks_owner;
+    /* Optional: 1 when the store knows g is over whatever the time (v11: its session is
+     * lost, and its node with it). */
+    int (*lost)(struct lock_client *lc, const struct lock_grant *g);
+    /* Optional: what a write must find still there to be fenced by g, where the lock and
+     * the data share a store (v11: the holder's node, checked in the write's multi);
+     * NULL for the others. */
+    const char *(*guard)(const struct lock_grant *g);
 };
 
 /* A running version. Created once per process; shared by all threads. */
@@ -222,6 +232,10 @@ long lock_replicas_wait_ms(long ttl_ms);
 /* The key of item's fencing counter ("fence:{I}", the lock's like "lock:{I}"), into buf:
  * for a writer that checks a grant's token where it writes. Returns buf. */
 const char *lock_fence_key(char (*buf)[LOCK_KEY_MAX], const char *item);
+
+/* What a write must find still there to be fenced by g (the version's guard; NULL when
+ * it has none): the holder's node of v11, that the sale's multi checks. */
+const char *lock_grant_guard(const struct lock_client *lc, const struct lock_grant *g);
 
 /* 1 when a waiter in another process has asked for the lock since g was granted (it
  * was refused and said so on the lock's channel; notify only, else always 0). A holder

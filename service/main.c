@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "service/admin.h"
 #include "service/config/config.h"
 #include "service/events/events.h"
 #include "service/events/stream.h"
@@ -46,6 +47,14 @@ static void choose_engine(void)
     svc_engine = engine_choose(svc.lock_name, svc.combine, svc.wait, &svc.ops, why, sizeof(why));
     if (svc_engine == NULL)
         config_fail("%s", why);
+    /* A lock whose write is guarded by its store (v11) lives in ZooKeeper, and ZooKeeper
+     * serves no other: the others' writes are Redis scripts. */
+    if (svc.zookeeper && svc.ops && svc.ops->guard == NULL)
+        config_fail("--zookeeper serves --lock %s and --lock atomic only, not %s (its lock lives "
+                    "in Redis or in this process)", lock_find("zookeeper")->name, svc.ops->name);
+    if (!svc.zookeeper && svc.ops && svc.ops->guard)
+        config_fail("--lock %s keeps its lock and the stock in ZooKeeper: give --zookeeper "
+                    "HOST:PORT,...", svc.ops->name);
     svc.version = svc.ops ? svc.ops->name : svc_engine->name;
 }
 
@@ -65,6 +74,7 @@ static int clients_create(void)
 
     if ((svc_store = store_open(&svc, &err)) != NULL && svc.ops) {
         lock.redis = svc_store->redis;
+        lock.zk = svc_store->zk;
         svc_lock = lock_client_create(svc.ops, &lock, &err);
     }
     explicit_bzero(svc.redis_password, sizeof(svc.redis_password));
@@ -127,6 +137,8 @@ static struct MHD_Daemon *serve_start(const struct sockaddr_in *addr)
 {
     struct MHD_Daemon *d;
 
+    if (svc_store->ops->publish == NULL)
+        svc.no_events = 1;   /* a store without a channel for them: no live events */
     if (!svc.no_events && events_start() != 0) {
         fprintf(stderr, "inventory-service: cannot start the events' thread\n");
         return NULL;
@@ -152,6 +164,8 @@ int main(int argc, char **argv)
     int sig;
 
     config_parse(argc, argv, engine_print_versions);
+    if (admin_asked())
+        return admin_run();
     choose_engine();
     log_set_name(svc.name);
     if (inet_pton(AF_INET, svc.bind, &addr.sin_addr) != 1) {

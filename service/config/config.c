@@ -2,6 +2,8 @@
  * flag, --help. Everything here runs before any other thread. */
 #include "service/config/config.h"
 
+#include "common/item.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -22,6 +24,8 @@ struct service_config svc = {
     .combine = 1,
     .workers = 4,
     .idem_ttl_ms = 86400 * 1000L,
+    .zk_session_ms = 10000,
+    .set_stock = -1,
     .lock_name = "v8",
 };
 struct lock_client *svc_lock;
@@ -49,6 +53,11 @@ static void usage(FILE *out)
         "  --redis-cluster H:P,H:P,...  instead of --redis: Redis Cluster, these its seed\n"
         "                    nodes; each item's keys go to its slot's master (MOVED, ASK and\n"
         "                    TRYAGAIN followed; the map read again when it moves)\n"
+        "  --zookeeper H:P,H:P,H:P  instead of Redis: the stock (and v11's lock) in this\n"
+        "                    ZooKeeper ensemble, one session for the instance; for --lock v11\n"
+        "                    (zookeeper) and --lock atomic only\n"
+        "  --zk-session-ms T the ZooKeeper session timeout asked for (default 10000; the\n"
+        "                    ensemble clamps it to 2 to 20 ticks): v11's lease\n"
         "  --lock V          lock version, by name or alias (default v8); see below\n"
         "  --ttl-ms T        lease of the Redis locks, in ms (default %d)\n"
         "  --wait-ms W       how long a sale waits for the lock before lock_timeout (default 10000)\n"
@@ -91,6 +100,9 @@ static void usage(FILE *out)
         "                    nothing while no page listens to an item\n"
         "  --max-streams N   most /events streams served at once (default 16; more answer\n"
         "                    503 too_many_streams), apart from --max-conns' sales\n"
+        "  --set-stock N     do not serve: set the stock of --item I (or of --items K: item0001\n"
+        "                    .. itemK) to N in the store, sold to 0, the ledger emptied\n"
+        "  --get-stock       do not serve: print each item's stock, sold and ledger entries\n"
         "  --list-versions   print the versions, tab-separated: name, alias, technique, flaw\n"
         "  --help            this text\n"
         "\n"
@@ -181,7 +193,7 @@ void config_fail(const char *fmt, ...)
 /* --- one setter per flag --- */
 
 static const char *password_file, *sentinel_password_file;
-static int redis_given;
+static int redis_given, idem_ttl_given;
 
 static void set_port(const char *a) { svc.port = (int)number_flag("port", a, 1, 65535); }
 static void set_lock(const char *a) { svc.lock_name = a; }
@@ -211,12 +223,24 @@ static const char *server_list(const char *name, const char *a)
 }
 static void set_sentinels(const char *a) { svc.sentinels = server_list("sentinel", a); }
 static void set_cluster(const char *a) { svc.cluster = server_list("redis-cluster", a); }
+static void set_zookeeper(const char *a) { svc.zookeeper = server_list("zookeeper", a); }
+static void set_zk_session(const char *a) { svc.zk_session_ms = number_flag("zk-session-ms", a, 100, 600000); }
+static void set_set_stock(const char *a) { svc.set_stock = number_flag("set-stock", a, 0, 1000000000000L); }
+static void set_get_stock(const char *a) { (void)a; svc.get_stock = 1; }
+static void set_items(const char *a) { svc.items = (int)number_flag("items", a, 1, 100000); }
+static void set_item(const char *a)
+{
+    if (!item_is_valid(a))
+        config_fail("--item wants 1 to %d characters of A-Z a-z 0-9 _ . -, not '%s'", ITEM_MAX, a);
+    svc.item = a;
+}
 static void list_versions_and_exit(const char *a) { (void)a; print_versions(stdout, 1); exit(0); }
 static void help_and_exit(const char *a) { (void)a; usage(stdout); exit(0); }
 
 static void set_idem_ttl(const char *a)
 {
     svc.idem_ttl_ms = number_flag("idempotency-ttl", a, 1, 30 * 86400) * 1000;
+    idem_ttl_given = 1;
 }
 
 static void set_bind(const char *a)
@@ -286,23 +310,34 @@ static const struct flag {
     { .name = "redis-password-file", .has_arg = ARG_REQUIRED, .set = set_password_file },
     { .name = "sentinel", .has_arg = ARG_REQUIRED, .set = set_sentinels },
     { .name = "redis-cluster", .has_arg = ARG_REQUIRED, .set = set_cluster },
+    { .name = "zookeeper", .has_arg = ARG_REQUIRED, .set = set_zookeeper },
+    { .name = "zk-session-ms", .has_arg = ARG_REQUIRED, .set = set_zk_session },
     { .name = "sentinel-master", .has_arg = ARG_REQUIRED, .set = set_sentinel_master },
     { .name = "sentinel-password-file", .has_arg = ARG_REQUIRED, .set = set_sentinel_password_file },
     { .name = "idempotency-ttl", .has_arg = ARG_REQUIRED, .set = set_idem_ttl },
+    { .name = "set-stock", .has_arg = ARG_REQUIRED, .set = set_set_stock },
+    { .name = "get-stock", .has_arg = ARG_NONE, .set = set_get_stock },
+    { .name = "item", .has_arg = ARG_REQUIRED, .set = set_item },
+    { .name = "items", .has_arg = ARG_REQUIRED, .set = set_items },
     { .name = "list-versions", .has_arg = ARG_NONE, .set = list_versions_and_exit },
     { .name = "help", .has_arg = ARG_NONE, .set = help_and_exit },
 };
 enum { FLAGS = sizeof(flags) / sizeof(flags[0]) };
 
-/* Exactly one way to find Redis: --redis, --sentinel with --sentinel-master, or
- * --redis-cluster. */
+/* Exactly one place for the stock: Redis (--redis, --sentinel with --sentinel-master, or
+ * --redis-cluster) or ZooKeeper (--zookeeper). */
 static void check_where(void)
 {
-    if ((svc.sentinels != NULL) + redis_given + (svc.cluster != NULL) > 1)
-        config_fail("give one of --redis, --sentinel and --redis-cluster");
+    if ((svc.sentinels != NULL) + redis_given + (svc.cluster != NULL) + (svc.zookeeper != NULL) > 1)
+        config_fail("give one of --redis, --sentinel, --redis-cluster and --zookeeper");
+    if (svc.zookeeper && idem_ttl_given)
+        config_fail("--idempotency-ttl is not honoured on ZooKeeper (an idempotency key's answer "
+                    "is kept until the ledger is reset): leave it out with --zookeeper");
     if ((svc.sentinels == NULL) != (svc.sentinel_master == NULL))
         config_fail("--sentinel and --sentinel-master go together");
-    if (svc.sentinels)
+    if (svc.zookeeper)
+        snprintf(svc.redis_label, sizeof(svc.redis_label), "%.200s", svc.zookeeper);
+    else if (svc.sentinels)
         snprintf(svc.redis_label, sizeof(svc.redis_label), "sentinel master %.64s", svc.sentinel_master);
     else if (svc.cluster)
         snprintf(svc.redis_label, sizeof(svc.redis_label), "cluster %.200s", svc.cluster);

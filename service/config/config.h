@@ -21,6 +21,8 @@ struct service_config {
     const char *lock_masters;    /* redlock's masters, "HOST:PORT,..." (argv; NULL: none) */
     const char *sentinels;       /* --sentinel: ask these where the master is (NULL: none) */
     const char *cluster;         /* --redis-cluster: these seed nodes (NULL: no cluster) */
+    const char *zookeeper;       /* --zookeeper: the ensemble (NULL: the stock is in Redis) */
+    long zk_session_ms;          /* --zk-session-ms: the session timeout asked for */
     const char *sentinel_master; /* its name, as the sentinels know it */
     const char *sentinel_user;   /* from SENTINEL_USER (NULL: the default user) */
     char sentinel_password[513]; /* from --sentinel-password-file or SENTINEL_PASSWORD */
@@ -35,6 +37,14 @@ struct service_config {
     int max_conns;
     int max_streams;             /* /events streams at once */
     int no_events;               /* --no-events: nothing published for the live page */
+    /* The store's operations from the command line (service/admin.c), instead of serving:
+     * --set-stock N (and sold 0, the ledger emptied), --get-stock (a line per item: its
+     * stock, sold and ledger entries); of --item I (default the default item), or of
+     * --items K (item0001 .. itemK). */
+    long long set_stock;         /* -1: not asked */
+    int get_stock;
+    const char *item;
+    int items;
     char name[64];               /* instance name, shown in answers and the ledger */
     char instance_id[33];        /* random hex, prefix of every lock owner id */
 };

@@ -310,6 +310,9 @@ static enum MHD_Result route_events(struct MHD_Connection *conn, void **req_cls)
 
     if (params_parse(conn, &p, 0) != 0)
         return answer_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", p.error);
+    if (svc_store->ops->subscribe == NULL)
+        return answer_error(conn, MHD_HTTP_NOT_IMPLEMENTED, "no_events",
+                            "this instance's store has no channel for the live page's events");
     if ((resp = stream_response(conn, p.item, svc_engine->event_loop, &full)) == NULL && full)
         return answer_json(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
                            json_pack("{s:b, s:s, s:s}", "ok", 0, "error", "too_many_streams",

@@ -1,14 +1,16 @@
-/* store.c - Which store the instance runs on: today Redis (alone, under Sentinel, or a
- * Cluster); the next is one more line here, behind its flag. */
+/* store.c - Which store the instance runs on: Redis (alone, under Sentinel, or a Cluster),
+ * or ZooKeeper (--zookeeper). */
 #include "service/store/store.h"
 
 #include <stddef.h>
 
+#include "service/config/config.h"
 #include "service/store/redis.h"
+#include "service/store/zk.h"
 
 struct store *store_open(const struct service_config *cfg, struct error *err)
 {
-    return redis_store_open(cfg, err);
+    return cfg->zookeeper ? zk_store_open(cfg, err) : redis_store_open(cfg, err);
 }
 
 void store_close(struct store *s)

@@ -23,6 +23,7 @@
 
 #include "lock/lock.h"
 #include "service/sale/request.h"
+#include "zk/zk.h"
 
 struct service_config;
 struct store;
@@ -139,6 +140,7 @@ struct store {
     const struct store_ops *ops;
     struct rd_client *redis;     /* the Redis store's client: lent to a lock that keeps its
                                     lock in the same Redis; NULL for a store elsewhere */
+    struct zk_client *zk;        /* the ZooKeeper store's session, lent likewise to v11 */
     void *state;                 /* the store's own */
 };
 

@@ -1,0 +1,258 @@
+/* client.c - One ZooKeeper session for the instance: opened at start, made anew when the
+ * ensemble expires it, the old handle closed after its last caller left; the session's
+ * state as the client's watcher saw it (on the client's completion thread: it only
+ * notes, under a mutex, and signals). */
+#include "zk/internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+
+/* The session watcher: called by the C client on its completion thread. Notes the state
+ * of h's session; never blocks beyond the mutex. */
+static void watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    struct zk_handle *h = ctx;
+    struct zk_client *zc = h->zc;
+
+    (void)zh, (void)path;
+    if (type != ZOO_SESSION_EVENT)
+        return;
+    pthread_mutex_lock(&zc->mu);
+    if (state == ZOO_CONNECTED_STATE) {
+        h->connected = 1;
+        h->down_since_ms = 0;
+    } else {
+        if (h->connected)
+            zc->disconnects++;
+        h->connected = 0;
+        if (h->down_since_ms == 0)
+            h->down_since_ms = clock_now_ms();
+        if (state == ZOO_EXPIRED_SESSION_STATE && !h->expired) {
+            h->expired = 1;
+            zc->expirations++;
+        }
+    }
+    pthread_cond_broadcast(&zc->cv);
+    pthread_mutex_unlock(&zc->mu);
+}
+
+/* A new handle for the ensemble (not yet connected); NULL when the client cannot make
+ * one. With zc->mu held. */
+static struct zk_handle *handle_open(struct zk_client *zc)
+{
+    struct zk_handle *h = calloc(1, sizeof(*h));
+
+    if (h == NULL)
+        return NULL;
+    h->zc = zc;
+    h->id = ++zc->opened;
+    h->down_since_ms = clock_now_ms();
+    if ((h->zh = zookeeper_init(zc->servers, watcher, (int)zc->asked_ms, NULL, h, 0)) == NULL) {
+        free(h);
+        zc->opened--;
+        return NULL;
+    }
+    return h;
+}
+
+/* Closes h (its session ends on the server at once). Without zc->mu: zookeeper_close
+ * waits for the client's threads. */
+static void handle_close(struct zk_handle *h)
+{
+    zookeeper_close(h->zh);
+    free(h);
+}
+
+/* Waits, with zc->mu held, until h answers or until_ms; 1 when connected. */
+static int wait_connected(struct zk_client *zc, struct zk_handle *h, long long until_ms)
+{
+    while (!h->connected && !h->expired && clock_now_ms() < until_ms)
+        clock_cond_wait_until(&zc->cv, &zc->mu, until_ms);
+    return h->connected;
+}
+
+/* Tells on_state, outside the mutex, when the ensemble stopped or started answering. */
+static void tell(struct zk_client *zc, int up, const char *why)
+{
+    if (zc->on_state && atomic_exchange(&zc->down, !up) == up)
+        zc->on_state(zc->state_arg, up, why);
+}
+
+struct zk_client *zk_client_create(const struct zk_config *cfg, struct zk_error *err)
+{
+    struct zk_client *zc = calloc(1, sizeof(*zc));
+    int up;
+
+    if (zc == NULL) {
+        zk_fail(err, ZK_E_NOMEM, 0, "out of memory");
+        return NULL;
+    }
+    if (cfg->servers == NULL || *cfg->servers == '\0' || (zc->servers = strdup(cfg->servers)) == NULL) {
+        zk_fail(err, ZK_E_USAGE, 0, "no ZooKeeper servers given");
+        free(zc);
+        return NULL;
+    }
+    zc->asked_ms = cfg->session_ms > 0 ? cfg->session_ms : 10000;
+    zc->connect_wait_ms = cfg->connect_wait_ms;
+    zc->on_state = cfg->on_state;
+    zc->state_arg = cfg->state_arg;
+    pthread_mutex_init(&zc->mu, NULL);
+    clock_cond_init_monotonic(&zc->cv);
+    zoo_set_debug_level((ZooLogLevel)0);   /* the layer reports; the client prints nothing */
+    pthread_mutex_lock(&zc->mu);
+    zc->cur = handle_open(zc);
+    up = zc->cur && wait_connected(zc, zc->cur, clock_now_ms() + zc->asked_ms);
+    if (up)
+        zc->session_ms = zoo_recv_timeout(zc->cur->zh);
+    pthread_mutex_unlock(&zc->mu);
+    if (up)
+        return zc;
+    zk_fail(err, ZK_E_CONNECT, 0, "ZooKeeper %.80s: no session within %ld ms", zc->servers,
+            zc->asked_ms);
+    zk_client_destroy(zc);
+    return NULL;
+}
+
+void zk_client_destroy(struct zk_client *zc)
+{
+    if (zc == NULL)
+        return;
+    if (zc->cur)
+        handle_close(zc->cur);
+    pthread_cond_destroy(&zc->cv);
+    pthread_mutex_destroy(&zc->mu);
+    free(zc->servers);
+    free(zc);
+}
+
+long zk_session_ms(const struct zk_client *zc)
+{
+    return zc->session_ms;
+}
+
+long long zk_sessions(const struct zk_client *zc)
+{
+    return zc->opened;
+}
+
+long long zk_expirations(const struct zk_client *zc)
+{
+    return zc->expirations;
+}
+
+long long zk_disconnects(const struct zk_client *zc)
+{
+    return zc->disconnects;
+}
+
+/* The current handle, made anew when the last one's session expired (the old one is
+ * closed by its last caller, or here when it has none). With zc->mu held; *old gets a
+ * handle to close after the mutex is let go. */
+static struct zk_handle *current(struct zk_client *zc, struct zk_handle **old)
+{
+    struct zk_handle *h = zc->cur, *fresh;
+
+    *old = NULL;
+    if (h && !h->expired)
+        return h;
+    if ((fresh = handle_open(zc)) == NULL)
+        return h;
+    if (h && h->refs == 0)
+        *old = h;
+    else if (h)
+        h->retired = 1;   /* its last caller closes it */
+    zc->cur = fresh;
+    return fresh;
+}
+
+int zk_enter(struct zk_client *zc, struct zk_session *s, struct zk_error *err)
+{
+    long wait = zc->connect_wait_ms > 0 ? zc->connect_wait_ms : zc->session_ms / 3;
+    struct zk_handle *h, *old;
+    int up;
+
+    pthread_mutex_lock(&zc->mu);
+    h = current(zc, &old);
+    up = h && wait_connected(zc, h, clock_now_ms() + wait);
+    if (up) {
+        h->refs++;
+        zc->session_ms = zoo_recv_timeout(h->zh);
+    }
+    pthread_mutex_unlock(&zc->mu);
+    if (old)
+        handle_close(old);
+    if (!up) {
+        tell(zc, 0, "no session");
+        return zk_fail(err, ZK_E_CONNECT, 0, "ZooKeeper %.80s: no session answers (no quorum "
+                       "reached within %ld ms)", zc->servers, wait);
+    }
+    tell(zc, 1, NULL);
+    *s = (struct zk_session){ .zc = zc, .h_ = h, .id = h->id };
+    return ZK_OK;
+}
+
+void zk_leave(struct zk_session *s)
+{
+    struct zk_client *zc = s->zc;
+    struct zk_handle *h = s->h_;
+    int close_it;
+
+    if (h == NULL)
+        return;
+    pthread_mutex_lock(&zc->mu);
+    close_it = --h->refs == 0 && h->retired;
+    pthread_mutex_unlock(&zc->mu);
+    if (close_it)
+        handle_close(h);
+    s->h_ = NULL;
+}
+
+int zk_session_lost(struct zk_client *zc, long long id)
+{
+    struct zk_handle *h;
+    int lost;
+
+    pthread_mutex_lock(&zc->mu);
+    h = zc->cur;
+    lost = h == NULL || h->id != id || h->expired ||
+           (h->down_since_ms != 0 && clock_now_ms() - h->down_since_ms >= zc->session_ms);
+    pthread_mutex_unlock(&zc->mu);
+    return lost;
+}
+
+int zk_fail(struct zk_error *err, enum zk_fault fault, int rc, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL)
+        return ZK_FAIL;
+    err->fault = fault;
+    err->rc = rc;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    va_end(ap);
+    return ZK_FAIL;
+}
+
+void zk_error_map(const struct zk_error *from, struct error *to)
+{
+    static const enum fault up[] = {
+        [ZK_E_NONE] = FAULT_NONE,          [ZK_E_CONNECT] = FAULT_CONNECT,
+        [ZK_E_LOST] = FAULT_CONNECTION,    [ZK_E_EXPIRED] = FAULT_CONNECTION,
+        [ZK_E_NONODE] = FAULT_REPLY,       [ZK_E_EXISTS] = FAULT_REPLY,
+        [ZK_E_VERSION] = FAULT_REPLY,      [ZK_E_NOTEMPTY] = FAULT_REPLY,
+        [ZK_E_USAGE] = FAULT_USAGE,        [ZK_E_NOMEM] = FAULT_NOMEM,
+        [ZK_E_OTHER] = FAULT_REPLY,
+    };
+
+    if (to == NULL)
+        return;
+    to->fault = (unsigned)from->fault < sizeof(up) / sizeof(up[0]) ? up[from->fault] : FAULT_REPLY;
+    snprintf(to->code, sizeof(to->code), "%s", zerror(from->rc));
+    snprintf(to->msg, sizeof(to->msg), "%s", from->msg);
+}

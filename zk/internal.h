@@ -1,0 +1,44 @@
+/* internal.h - What the ZooKeeper layer's files share: the client, its handles, the map
+ * of the server's codes. Only zk/ includes it (and zookeeper.h). */
+#ifndef ZK_INTERNAL_H
+#define ZK_INTERNAL_H
+
+#define THREADED
+#include <zookeeper/zookeeper.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "zk/zk.h"
+
+/* One handle of the C client, and its session as the watcher saw it. Guarded by the
+ * client's mu. */
+struct zk_handle {
+    struct zk_client *zc;
+    zhandle_t *zh;
+    long long id;                 /* its number in the client: 1, 2, ... */
+    int refs;                     /* callers inside it (zk_enter .. zk_leave) */
+    int connected;                /* the session answers now */
+    int expired;                  /* the ensemble expired it: its ephemeral nodes are gone */
+    int retired;                  /* replaced: its last caller closes it */
+    long long down_since_ms;      /* monotonic: since when it has not answered (0: it does) */
+};
+
+struct zk_client {
+    char *servers;
+    long asked_ms;                /* the session timeout asked for */
+    long session_ms;              /* the one the ensemble gave */
+    long connect_wait_ms;
+    void (*on_state)(void *arg, int up, const char *why);
+    void *state_arg;
+    atomic_int down;              /* 1 after on_state(0), until a session answers */
+    pthread_mutex_t mu;           /* guards cur and every handle's fields */
+    pthread_cond_t cv;            /* a session's state changed */
+    struct zk_handle *cur;
+    atomic_llong opened, expirations, disconnects;
+};
+
+/* ops.c: a request's answer rc (what zoo_* returned) as a fault; ZK_OK for ZOK, else
+ * ZK_FAIL with err naming what (the request) and path. */
+int zk_answer(int rc, const char *what, const char *path, struct zk_error *err);
+
+#endif

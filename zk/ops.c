@@ -1,0 +1,230 @@
+/* ops.c - Requests on a session, synchronous: create, delete, get, set, children, the wait
+ * for a node to go, and a multi; every answer typed where it is found. */
+#include "zk/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+
+int zk_answer(int rc, const char *what, const char *path, struct zk_error *err)
+{
+    enum zk_fault fault;
+
+    switch (rc) {
+    case ZOK:
+        return ZK_OK;
+    case ZCONNECTIONLOSS:
+    case ZOPERATIONTIMEOUT:
+        fault = ZK_E_LOST;
+        break;
+    case ZSESSIONEXPIRED:
+    case ZINVALIDSTATE:
+        fault = ZK_E_EXPIRED;
+        break;
+    case ZNONODE:
+        fault = ZK_E_NONODE;
+        break;
+    case ZNODEEXISTS:
+        fault = ZK_E_EXISTS;
+        break;
+    case ZBADVERSION:
+        fault = ZK_E_VERSION;
+        break;
+    case ZNOTEMPTY:
+        fault = ZK_E_NOTEMPTY;
+        break;
+    case ZBADARGUMENTS:
+        fault = ZK_E_USAGE;
+        break;
+    case ZMARSHALLINGERROR:
+        fault = ZK_E_NOMEM;
+        break;
+    default:
+        fault = ZK_E_OTHER;
+    }
+    return zk_fail(err, fault, rc, "%s %.80s: %s", what, path, zerror(rc));
+}
+
+/* The handle a session holds. */
+static zhandle_t *zh_of(const struct zk_session *s)
+{
+    return ((struct zk_handle *)s->h_)->zh;
+}
+
+int zk_create(struct zk_session *s, const char *path, const char *data, int len,
+              enum zk_mode mode, char (*made)[ZK_PATH_MAX], struct zk_error *err)
+{
+    int flags = mode == ZK_EPHEMERAL_SEQUENTIAL ? ZOO_EPHEMERAL_SEQUENTIAL
+              : mode == ZK_CONTAINER            ? ZOO_CONTAINER
+                                                : ZOO_PERSISTENT;
+    char buf[ZK_PATH_MAX];
+    int rc = zoo_create(zh_of(s), path, data, data ? len : -1, &ZOO_OPEN_ACL_UNSAFE, flags,
+                        buf, sizeof(buf));
+
+    if (rc == ZOK && made)
+        memcpy(*made, buf, sizeof(buf));
+    return zk_answer(rc, "create", path, err);
+}
+
+int zk_delete(struct zk_session *s, const char *path, int version, struct zk_error *err)
+{
+    return zk_answer(zoo_delete(zh_of(s), path, version), "delete", path, err);
+}
+
+int zk_get(struct zk_session *s, const char *path, char *buf, int size, int *len,
+           int *version, struct zk_error *err)
+{
+    struct Stat stat;
+    int n = size - 1, rc = zoo_get(zh_of(s), path, 0, buf, &n, &stat);
+
+    if (rc != ZOK)
+        return zk_answer(rc, "get", path, err);
+    n = n < 0 ? 0 : n;
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    if (version)
+        *version = stat.version;
+    return ZK_OK;
+}
+
+int zk_set(struct zk_session *s, const char *path, const char *data, int len, int version,
+           int *new_version, struct zk_error *err)
+{
+    struct Stat stat;
+    int rc = zoo_set2(zh_of(s), path, data, len, version, &stat);
+
+    if (rc == ZOK && new_version)
+        *new_version = stat.version;
+    return zk_answer(rc, "set", path, err);
+}
+
+int zk_get_children(struct zk_session *s, const char *path, struct zk_children *out,
+                    struct zk_error *err)
+{
+    struct String_vector v = { 0 };
+    int rc = zoo_get_children(zh_of(s), path, 0, &v);
+
+    out->n = 0;
+    out->names = NULL;
+    if (rc != ZOK)
+        return zk_answer(rc, "children", path, err);
+    out->n = v.count;
+    out->names = v.data;   /* taken: freed as the client's vector (zk_children_free) */
+    return ZK_OK;
+}
+
+void zk_children_free(struct zk_children *c)
+{
+    struct String_vector v = { .count = c->n, .data = c->names };
+
+    if (c->names)
+        deallocate_String_vector(&v);
+    c->n = 0;
+    c->names = NULL;
+}
+
+/* A watch on one node, shared by the waiter and the client's completion thread (each
+ * holds a reference; the last frees it): the watch fires once. */
+struct watch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int fired;
+    int refs;
+};
+
+static void watch_unref(struct watch *w)
+{
+    pthread_mutex_lock(&w->mu);
+    int last = --w->refs == 0;
+    pthread_mutex_unlock(&w->mu);
+    if (!last)
+        return;
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+/* On the completion thread: the node changed or went, or the session's state changed. */
+static void watch_fired(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    struct watch *w = ctx;
+
+    (void)zh, (void)type, (void)state, (void)path;
+    pthread_mutex_lock(&w->mu);
+    w->fired = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    watch_unref(w);
+}
+
+int zk_wait_gone(struct zk_session *s, const char *path, long long until_ms,
+                 struct zk_error *err)
+{
+    struct watch *w = calloc(1, sizeof(*w));
+    struct Stat stat;
+    int rc, fired;
+
+    if (w == NULL)
+        return zk_fail(err, ZK_E_NOMEM, 0, "out of memory");
+    pthread_mutex_init(&w->mu, NULL);
+    clock_cond_init_monotonic(&w->cv);
+    w->refs = 2;   /* the waiter's, and the watch's once set */
+    rc = zoo_wexists(zh_of(s), path, watch_fired, w, &stat);
+    if (rc != ZOK) {
+        w->refs = 1;   /* no watch was left */
+        watch_unref(w);
+        return rc == ZNONODE ? ZK_OK : zk_answer(rc, "exists", path, err);
+    }
+    pthread_mutex_lock(&w->mu);
+    while (!w->fired && clock_now_ms() < until_ms &&
+           !zk_session_lost(s->zc, s->id))
+        clock_cond_wait_until(&w->cv, &w->mu, until_ms < clock_now_ms() + 200 ? until_ms
+                                                                          : clock_now_ms() + 200);
+    fired = w->fired;
+    pthread_mutex_unlock(&w->mu);
+    watch_unref(w);
+    if (fired)
+        return ZK_OK;
+    if (zk_session_lost(s->zc, s->id))
+        return zk_fail(err, ZK_E_EXPIRED, ZSESSIONEXPIRED, "waiting on %.80s: the session is lost", path);
+    return zk_fail(err, ZK_E_NONE, 0, "waiting on %.80s: the time ran out", path);
+}
+
+int zk_multi(struct zk_session *s, struct zk_op *ops, int n, int *failed, struct zk_error *err)
+{
+    zoo_op_t zo[ZK_MULTI_MAX];
+    zoo_op_result_t res[ZK_MULTI_MAX];
+    int rc;
+
+    *failed = -1;
+    if (n <= 0 || n > ZK_MULTI_MAX)
+        return zk_fail(err, ZK_E_USAGE, 0, "a multi of %d operations (1 to %d)", n, ZK_MULTI_MAX);
+    for (int i = 0; i < n; i++) {
+        struct zk_op *o = &ops[i];
+        if (o->kind == ZK_OP_CHECK)
+            zoo_check_op_init(&zo[i], o->path, o->version);
+        else if (o->kind == ZK_OP_SET)
+            zoo_set_op_init(&zo[i], o->path, o->data, o->len, o->version, NULL);
+        else if (o->kind == ZK_OP_CREATE)
+            zoo_create_op_init(&zo[i], o->path, o->data, o->data ? o->len : -1,
+                               &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, NULL, 0);
+        else
+            zoo_delete_op_init(&zo[i], o->path, o->version);
+        o->rc = 0;
+    }
+    memset(res, 0, sizeof(res[0]) * (size_t)n);
+    rc = zoo_multi(zh_of(s), n, zo, res);
+    if (rc == ZOK)
+        return ZK_OK;
+    if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED ||
+        rc == ZINVALIDSTATE || rc == ZMARSHALLINGERROR || rc == ZBADARGUMENTS)
+        return zk_answer(rc, "multi", ops[0].path, err);
+    for (int i = 0; i < n; i++) {
+        ops[i].rc = res[i].err;
+        if (*failed < 0 && res[i].err != ZOK && res[i].err != ZRUNTIMEINCONSISTENCY)
+            *failed = i;
+    }
+    return zk_answer(rc, "multi", *failed >= 0 ? ops[*failed].path : ops[0].path, err);
+}
