@@ -11,13 +11,16 @@ set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
 
-C_DIRS="common redis lock service service/* loadtest"   # every folder of C, each a layer
+C_DIRS="common redis zk lock service service/* loadtest"   # every folder of C, each a layer
 c_files() { for d in $C_DIRS; do ls "$d"/*.$1 2>/dev/null; done; }
 
 # --- hiredis only in redis/ ---
 includers=$(grep -l '#include <hiredis' $(c_files c) $(c_files h) | grep -v '^redis/' | tr '\n' ' ')
 check_eq "only redis/ includes hiredis (common/, lock/, service/, loadtest/)" "" "$includers"
 check "redis/ does include it (the check looks at the right files)" grep -q '#include <hiredis' redis/internal.h
+includers=$(grep -l '#include <zookeeper' $(c_files c) $(c_files h) | grep -v '^zk/' | tr '\n' ' ')
+check_eq "only zk/ includes zookeeper.h (common/, redis/, lock/, service/, loadtest/)" "" "$includers"
+check "zk/ does include it (the check looks at the right files)" grep -q '#include <zookeeper/zookeeper.h>' zk/internal.h
 
 # --- no call loops between files ---
 # Each object's defined and undefined symbols (nm) give the calls between files.
@@ -58,7 +61,7 @@ print(len(objs))
 for l in loops:
     print(l)
 PY
-out=$(python3 "$T_TMP/loops.py" build common redis lock service service/config service/events \
+out=$(python3 "$T_TMP/loops.py" build common redis zk lock service service/config service/events \
     service/faults service/http service/metrics service/sale service/store)
 check "the service's call graph covers common/, redis/, lock/ and service/ (over 50 objects)" \
     test "$(echo "$out" | head -1)" -gt 50
@@ -109,7 +112,7 @@ check "the generic error has no io flag (one fault enum)" sh -c "! grep -q 'int 
 # engine) are not followed: each side of them is walked from its own entry.
 mkdir -p "$T_TMP/o0"
 o0_ok=1
-for f in $(for d in common redis lock service service/*; do ls "$d"/*.c; done); do
+for f in $(for d in common redis zk lock service service/*; do ls "$d"/*.c; done); do
     mkdir -p "$T_TMP/o0/$(dirname "$f")"
     cc -O0 -g -std=c11 -D_GNU_SOURCE -pthread -Ibuild -I. $(pkg-config --cflags libmicrohttpd hiredis jansson) \
         -c -o "$T_TMP/o0/${f%.c}.o" "$f" 2>/dev/null || o0_ok=0
@@ -214,7 +217,7 @@ for src, fns in stays:
 print(f"{len(stays)} stays; {len(set(left))} files; {returns} returns")
 PY
 # walk ENTRY TYPE: "<stays> <files> <returns>" and the route, from the unoptimised objects.
-walk() { python3 "$T_TMP/walk.py" "$T_TMP/o0" "$1" "$2" common redis lock service service/config \
+walk() { python3 "$T_TMP/walk.py" "$T_TMP/o0" "$1" "$2" common redis zk lock service service/config \
     service/events service/faults service/http service/metrics service/sale service/store; }
 route=$(walk lock_acquire lock_grant)
 set -- $(echo "$route" | tail -1)

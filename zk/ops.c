@@ -192,6 +192,21 @@ int zk_wait_gone(struct zk_session *s, const char *path, long long until_ms,
     return zk_fail(err, ZK_E_NONE, 0, "waiting on %.80s: the time ran out", path);
 }
 
+/* The C client's operation for o. */
+static void op_init(zoo_op_t *zo, struct zk_op *o)
+{
+    if (o->kind == ZK_OP_CHECK)
+        zoo_check_op_init(zo, o->path, o->version);
+    else if (o->kind == ZK_OP_SET)
+        zoo_set_op_init(zo, o->path, o->data, o->len, o->version, NULL);
+    else if (o->kind == ZK_OP_CREATE)
+        zoo_create_op_init(zo, o->path, o->data, o->data ? o->len : -1, &ZOO_OPEN_ACL_UNSAFE,
+                           ZOO_PERSISTENT, NULL, 0);
+    else
+        zoo_delete_op_init(zo, o->path, o->version);
+    o->rc = 0;
+}
+
 int zk_multi(struct zk_session *s, struct zk_op *ops, int n, int *failed, struct zk_error *err)
 {
     zoo_op_t zo[ZK_MULTI_MAX];
@@ -201,19 +216,8 @@ int zk_multi(struct zk_session *s, struct zk_op *ops, int n, int *failed, struct
     *failed = -1;
     if (n <= 0 || n > ZK_MULTI_MAX)
         return zk_fail(err, ZK_E_USAGE, 0, "a multi of %d operations (1 to %d)", n, ZK_MULTI_MAX);
-    for (int i = 0; i < n; i++) {
-        struct zk_op *o = &ops[i];
-        if (o->kind == ZK_OP_CHECK)
-            zoo_check_op_init(&zo[i], o->path, o->version);
-        else if (o->kind == ZK_OP_SET)
-            zoo_set_op_init(&zo[i], o->path, o->data, o->len, o->version, NULL);
-        else if (o->kind == ZK_OP_CREATE)
-            zoo_create_op_init(&zo[i], o->path, o->data, o->data ? o->len : -1,
-                               &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, NULL, 0);
-        else
-            zoo_delete_op_init(&zo[i], o->path, o->version);
-        o->rc = 0;
-    }
+    for (int i = 0; i < n; i++)
+        op_init(&zo[i], &ops[i]);
     memset(res, 0, sizeof(res[0]) * (size_t)n);
     rc = zoo_multi(zh_of(s), n, zo, res);
     if (rc == ZOK)

@@ -35,12 +35,13 @@ const struct engine *svc_engine;
 /* Prints the versions (--help, --list-versions): main's, who knows the sale's modes. */
 static void (*print_versions)(FILE *out, int tsv);
 
-static void usage(FILE *out)
+/* --help's first part: what it is, and where the stock lives. */
+static void usage_where(FILE *out)
 {
-    fprintf(out,
+    fputs(
         "usage: inventory-service [options]\n"
         "\n"
-        "Sells stock held in Redis under one of the lock versions.\n"
+        "Sells stock held in Redis (or ZooKeeper) under one of the lock versions.\n"
         "\n"
         "  --port P          HTTP port (default 8080)\n"
         "  --bind ADDR       IPv4 address to listen on (default 127.0.0.1)\n"
@@ -58,6 +59,13 @@ static void usage(FILE *out)
         "                    (zookeeper) and --lock atomic only\n"
         "  --zk-session-ms T the ZooKeeper session timeout asked for (default 10000; the\n"
         "                    ensemble clamps it to 2 to 20 ticks): v11's lease\n"
+        , out);
+}
+
+static void usage(FILE *out)
+{
+    usage_where(out);
+    fprintf(out,
         "  --lock V          lock version, by name or alias (default v8); see below\n"
         "  --ttl-ms T        lease of the Redis locks, in ms (default %d)\n"
         "  --wait-ms W       how long a sale waits for the lock before lock_timeout (default 10000)\n"
