@@ -176,6 +176,18 @@ enum ran {
     RAN_ERROR         /* anything else (err says) */
 };
 
+/* What a multi's refusal means: which operation refused, and how. */
+static enum ran refused(const struct multi *m, int failed, const struct zk_error *err, int guarded)
+{
+    if (m->ops[failed].kind == ZK_OP_CHECK)
+        return RAN_GUARD;
+    if (err->fault == ZK_E_VERSION || (m->ops[failed].kind == ZK_OP_CREATE && failed == (guarded ? 2 : 1)))
+        return RAN_VERSION;   /* a version moved, or sold appeared since it was read */
+    if (err->fault == ZK_E_EXISTS && m->first_entry >= 0 && m->ops[failed].path == m->entries[0])
+        return RAN_REPLAY;
+    return RAN_ERROR;
+}
+
 /* Runs m in a session of zs (buckets made when one is missing, once). */
 static enum ran multi_run(struct zk_store *zs, struct multi *m, int guarded, struct zk_error *err)
 {
@@ -192,22 +204,14 @@ static enum ran multi_run(struct zk_store *zs, struct multi *m, int guarded, str
     zk_leave(&s);
     if (st == ZK_OK)
         return RAN_COMMITTED;
-    if (failed < 0) {   /* the session's answer, not an operation's */
-        if (err->fault == ZK_E_EXPIRED)
-            return guarded ? RAN_GUARD : RAN_DOWN;
-        if (err->fault != ZK_E_LOST)
-            return RAN_ERROR;
-        st = settle(zs, m);
-        return st == 1 ? RAN_COMMITTED : st == 0 ? RAN_NOT_SOLD : RAN_UNKNOWN;
-    }
-    if (m->ops[failed].kind == ZK_OP_CHECK)
-        return RAN_GUARD;
-    if (err->fault == ZK_E_VERSION || (m->ops[failed].kind == ZK_OP_CREATE && failed == (guarded ? 2 : 1)))
-        return RAN_VERSION;   /* a version moved, or sold appeared since it was read */
-    if (err->fault == ZK_E_EXISTS && m->ops[failed].path == m->entries[0] &&
-        m->first_entry >= 0)
-        return RAN_REPLAY;
-    return RAN_ERROR;
+    if (failed >= 0)
+        return refused(m, failed, err, guarded);
+    if (err->fault == ZK_E_EXPIRED)   /* the session's answer, not an operation's */
+        return guarded ? RAN_GUARD : RAN_DOWN;
+    if (err->fault != ZK_E_LOST)
+        return RAN_ERROR;
+    st = settle(zs, m);
+    return st == 1 ? RAN_COMMITTED : st == 0 ? RAN_NOT_SOLD : RAN_UNKNOWN;
 }
 
 /* The first answer kept at a keyed sale's entry, as rq's outcome (replayed). */
