@@ -1,10 +1,12 @@
 /* test_store.c - The store seam (service/store/store.h) against a real store, through its
  * table only, as an engine uses it: the stock set and read, a locked sale's grant and its
  * write with the release or alone, the ledger found by request id, the idempotency
- * record, the fence (a stale token's write refused), the atomic sale, the probe, the live
- * page's channel, and a store that cannot be reached. What the engine decides (how many
- * a batch sells) is done here by hand, as sale.c does it.
- * Usage: test_store REDIS_PORT DOWN_PORT   (DOWN_PORT: a port nothing listens on) */
+ * record, the fence (a stale grant's write refused: v9's token on Redis, v11's node gone
+ * on ZooKeeper), the atomic sale, the probe and the live page's channel (where the store
+ * has them), and a store that cannot be reached. What the engine decides (how many a
+ * batch sells) is done here by hand, as sale.c does it. The same checks for every store.
+ * Usage: test_store redis PORT DOWN_PORT          (DOWN_PORT: nothing listens on it)
+ *        test_store zookeeper H:P,... DOWN_H:P    (DOWN_H:P: nothing listens on it) */
 #include "service/store/store.h"
 
 #include <stdio.h>
@@ -36,9 +38,13 @@ static void stock_of(struct store *s, const char *item, long long *stock, long l
         *stock = *sold = -1;
 }
 
+/* The store's words, and the versions its locked sale and its fence are tested with. */
+static const char *store_name, *unavailable, *sale_lock, *fence_lock;
+
 static struct lock_client *lock_on(struct store *s, const char *version)
 {
-    struct lock_config cfg = { .redis = s->redis, .ttl_ms = 5000, .instance_id = "test-store" };
+    struct lock_config cfg = { .redis = s->redis, .zk = s->zk, .ttl_ms = 5000,
+                               .instance_id = "test-store" };
     struct error err;
     struct lock_client *lc = lock_client_create(lock_find(version), &cfg, &err);
 
@@ -55,7 +61,7 @@ static void test_stock_and_ledger(struct store *s)
     long long stock, sold, entries = -1;
 
     test_cond("the store names itself and what it answers when unreachable",
-              strcmp(s->ops->name, "redis") == 0 && strcmp(s->ops->unavailable, "redis_unavailable") == 0);
+              strcmp(s->ops->name, store_name) == 0 && strcmp(s->ops->unavailable, unavailable) == 0);
     test_cond("it answers", s->ops->ping(s));
     test_cond("set_stock sets an item", s->ops->set_stock(s, "st1", 5, &err) == 0);
     stock_of(s, "st1", &stock, &sold);
@@ -110,8 +116,28 @@ static void test_locked_sale(struct store *s, struct lock_client *lc)
     test_cond("three sold in all", stock == 2 && sold == 3);
 }
 
-/* A stale grant's write is refused by the store's fence (v9: the token is checked where
- * the stock is written): the grant that came after it wrote first. */
+/* The stale grant made stale: on Redis (v9) another grant after it (a newer token); on
+ * ZooKeeper (v11) its node deleted, as its session's expiry deletes it. */
+static void make_stale(struct store *s, struct lock_client *lc, struct lock_grant *old,
+                       struct lock_grant *now)
+{
+    struct store_read read;
+    struct error err;
+
+    if (s->zk) {
+        struct zk_session z;
+        struct zk_error why;
+        if (zk_enter(s->zk, &z, &why) == ZK_OK) {
+            zk_delete(&z, lock_grant_guard(lc, old), -1, &why);
+            zk_leave(&z);
+        }
+        return;
+    }
+    lock_release(lc, old, NULL, NULL, &err);   /* as if its lease had run out */
+    s->ops->grant(s, lc, "st2", 1000, now, &read, &err);
+}
+
+/* A stale grant's write is refused by the store's fence: nothing written, lease_lost. */
 static void test_fence(struct store *s, struct lock_client *lc)
 {
     struct sale_request r = { .item = "st2", .request_id = "f1" };
@@ -124,19 +150,22 @@ static void test_fence(struct store *s, struct lock_client *lc)
 
     s->ops->set_stock(s, "st2", 10, &err);
     s->ops->grant(s, lc, "st2", 1000, &old, &read, &err);
-    lock_release(lc, &old, NULL, NULL, &err);   /* as if its lease had run out */
-    s->ops->grant(s, lc, "st2", 1000, &now, &read, &err);
-    struct store_batch b = { .g = &now, .stock = read.stock, .batch = 1 };
-    decide(&b, &rq, 1, 1);
-    test_cond("the newer grant (token 2) writes",
-              now.token > old.token && s->ops->sell(s, lc, &b, 1, &released) == STORE_RELEASED &&
-              r.out.result == SALE_OK);
-    b = (struct store_batch){ .g = &old, .stock = 10, .batch = 1 };
+    make_stale(s, lc, &old, &now);
+    if (!s->zk) {
+        struct store_batch b = { .g = &now, .stock = read.stock, .batch = 1 };
+        decide(&b, &rq, 1, 1);
+        test_cond("the newer grant (token 2) writes",
+                  now.token > old.token && s->ops->sell(s, lc, &b, 1, &released) == STORE_RELEASED &&
+                  r.out.result == SALE_OK);
+    }
+    struct store_batch b = { .g = &old, .stock = 10, .batch = 1 };
     decide(&b, &rq, 1, 1);
     test_cond("the stale grant's write is refused: lease_lost, nothing written",
               s->ops->sell(s, lc, &b, 0, &released) == STORE_FAILED && r.out.result == SALE_LEASE_LOST);
+    if (s->zk)
+        lock_release(lc, &old, NULL, NULL, &err);
     stock_of(s, "st2", &stock, &sold);
-    test_cond("one sold, not two", stock == 9 && sold == 1);
+    test_cond("only the live grant sold", s->zk ? stock == 10 && sold == 0 : stock == 9 && sold == 1);
 }
 
 static void test_keys_and_atomic(struct store *s)
@@ -169,6 +198,11 @@ static void test_keys_and_atomic(struct store *s)
 
 static void test_probe_and_channel(struct store *s)
 {
+    if (s->ops->probe_enter == NULL || s->ops->subscribe == NULL) {
+        test_cond("a store without the probe has no channel either (ZooKeeper)",
+                  s->ops->probe_enter == NULL && s->ops->subscribe == NULL && s->ops->publish == NULL);
+        return;
+    }
     struct error err;
     struct store_message m = { .item = "st1", .text = "{\"hello\":1}" };
     long long heard = -1;
@@ -192,15 +226,24 @@ static void test_probe_and_channel(struct store *s)
         s->ops->sub_close(sub);
 }
 
-static void test_down(int down_port)
+static void test_down(const char *down)
 {
     struct error err = { 0 };
     long long stock, sold;
     char msg[160];
     struct store *s;
 
-    svc.redis_port = down_port;
-    snprintf(svc.redis_label, sizeof(svc.redis_label), "127.0.0.1:%d", down_port);
+    if (svc.zookeeper) {   /* a ZooKeeper store opens its session at once, or fails */
+        svc.zookeeper = down;
+        svc.zk_session_ms = 2000;
+        s = store_open(&svc, &err);
+        test_cond("an ensemble that does not answer: an error naming its connect string",
+                  s == NULL && strstr(err.msg, down) != NULL);
+        store_close(s);
+        return;
+    }
+    svc.redis_port = atoi(down);
+    snprintf(svc.redis_label, sizeof(svc.redis_label), "127.0.0.1:%s", down);
     s = store_open(&svc, &err);
     test_cond("a store that is down opens (it connects lazily)", s != NULL);
     if (s == NULL)
@@ -211,32 +254,49 @@ static void test_down(int down_port)
     store_close(s);
 }
 
+/* The store asked for: svc set for it, and its words. */
+static int store_of(const char *kind, const char *where)
+{
+    snprintf(svc.name, sizeof(svc.name), "test-store");
+    snprintf(svc.instance_id, sizeof(svc.instance_id), "0123456789abcdef");
+    if (strcmp(kind, "zookeeper") == 0) {
+        svc.zookeeper = where;
+        svc.zk_session_ms = 4000;
+        store_name = "zookeeper", unavailable = "store_unavailable", sale_lock = fence_lock = "v11";
+        return 0;
+    }
+    if (strcmp(kind, "redis") != 0)
+        return -1;
+    svc.redis_port = atoi(where);
+    snprintf(svc.redis_label, sizeof(svc.redis_label), "127.0.0.1:%s", where);
+    store_name = "redis", unavailable = "redis_unavailable", sale_lock = "v8", fence_lock = "v9";
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct error err = { 0 };
-    struct lock_client *v8, *v9;
+    struct lock_client *sale, *fence;
 
-    if (argc != 3) {
-        fprintf(stderr, "usage: test_store REDIS_PORT DOWN_PORT\n");
+    if (argc != 4 || store_of(argv[1], argv[2]) != 0) {
+        fprintf(stderr, "usage: test_store redis PORT DOWN_PORT | zookeeper H:P,... DOWN_H:P\n");
         return 2;
     }
-    snprintf(svc.name, sizeof(svc.name), "test-store");
-    svc.redis_port = atoi(argv[1]);
-    snprintf(svc.redis_label, sizeof(svc.redis_label), "127.0.0.1:%d", svc.redis_port);
     if ((svc_store = store_open(&svc, &err)) == NULL) {
         fprintf(stderr, "test_store: %s\n", err.msg);
         return 2;
     }
-    v8 = lock_on(svc_store, "v8");
-    v9 = lock_on(svc_store, "v9");
+    sale = lock_on(svc_store, sale_lock);
+    fence = strcmp(fence_lock, sale_lock) == 0 ? sale : lock_on(svc_store, fence_lock);
     test_stock_and_ledger(svc_store);
-    test_locked_sale(svc_store, v8);
-    test_fence(svc_store, v9);
+    test_locked_sale(svc_store, sale);
+    test_fence(svc_store, fence);
     test_keys_and_atomic(svc_store);
     test_probe_and_channel(svc_store);
-    lock_client_destroy(v9);
-    lock_client_destroy(v8);
+    if (fence != sale)
+        lock_client_destroy(fence);
+    lock_client_destroy(sale);
     store_close(svc_store);
-    test_down(atoi(argv[2]));
+    test_down(argv[3]);
     return test_report();
 }
