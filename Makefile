@@ -47,7 +47,8 @@ HEADERS     := $(wildcard common/*.h lock/*.h redis/*.h zk/*.h service/*.h servi
                build/lua_scripts.h build/script_args.h build/live_html.h
 
 .PHONY: all test demo bench fuzz model deps install clean
-all: build/inventory-service build/test_lock build/test_redis build/test_cluster build/test_store $(if $(wildcard loadtest/report.c),build/evolution-report) \
+all: build/inventory-service build/test_lock build/test_redis build/test_cluster build/test_store \
+     build/zk_lock $(if $(wildcard loadtest/report.c),build/evolution-report) \
      $(if $(wildcard loadtest/load.c),build/sale-load) \
      $(if $(wildcard loadtest/clockstep.c),build/clockstep.so)
 
@@ -84,6 +85,10 @@ build/test_redis: build/tests/test_redis.o $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 build/test_cluster: build/tests/test_cluster.o $(LOCK_OBJ)
+	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
+
+# v11's lock alone, for the interop test with another ZooKeeper client (tests/zk_interop.py).
+build/zk_lock: build/tests/zk_lock.o $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 # The store seam's test: the store and what it stands on, without the HTTP side.
