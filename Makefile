@@ -96,7 +96,7 @@ fuzz: deps build/fuzz_parse
 	@mkdir -p build/fuzz_corpus
 	build/fuzz_parse -max_total_time=$(FUZZ_SECONDS) build/fuzz_corpus tests/fuzz_corpus
 
-build/evolution-report: build/loadtest/report.o build/loadtest/report_moment.o
+build/evolution-report: build/loadtest/report.o build/loadtest/report_moment.o build/loadtest/report_html.o
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 # The load client that records a sale history (loadtest/load.c says why wrk cannot).

@@ -33,7 +33,8 @@
 
 #include <jansson.h>
 
-#include "loadtest/report.h"
+#include "loadtest/report_html.h"
+#include "loadtest/report_moment.h"
 
 /* Chart colours; tests/test_report.sh counts these pixels in a screenshot. */
 #define REPORT_COLOUR_OVERSOLD "#d62728"
@@ -55,13 +56,6 @@ struct report_point {
     double t_ms, stock, sold;
 };
 
-/* report_str: the string field key of row, or NULL when missing or not a string. */
-const char *report_str(const json_t *row, const char *key)
-{
-    const json_t *v = json_object_get(row, key);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 /* report_num: 1 with *out set when field key of row is a number, else 0. */
 static int report_num(const json_t *row, const char *key, double *out)
 {
@@ -73,21 +67,6 @@ static int report_num(const json_t *row, const char *key, double *out)
     return 1;
 }
 
-/* report_escape: writes s to f with the five HTML-special characters escaped. */
-void report_escape(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
 /* report_fmt: v in buf, as an integer when it is one, else with one decimal; returns buf. */
 static const char *report_fmt(char *buf, size_t n, double v)
 {
@@ -96,14 +75,6 @@ static const char *report_fmt(char *buf, size_t n, double v)
     else
         snprintf(buf, n, "%.1f", v);
     return buf;
-}
-
-/* report_clamp: v limited to lo..hi (hi for NaN), so that absurd input stays drawable. */
-double report_clamp(double v, double lo, double hi)
-{
-    if (v < lo)
-        return lo;
-    return v <= hi ? v : hi;
 }
 
 /* report_axis_top: the axis end for values 0..v: a whole number of ticks, the tick
@@ -157,14 +128,6 @@ static void report_bars_add(struct report_bar *bars, size_t *n, const char *labe
     else
         bars[i].value += v;
     bars[i].count++;
-}
-
-/* report_no_data: the placeholder for a chart with nothing to draw. */
-void report_no_data(FILE *f, const char *why)
-{
-    fputs("<p class=\"nodata\">no data: ", f);
-    report_escape(f, why);
-    fputs("</p>\n", f);
 }
 
 /* report_y_axis: horizontal grid lines with their labels, for a plot area at (x0, y0)
