@@ -149,6 +149,18 @@ metric_sum() {
     done | awk -v m="$1" '$1 == m { n += $2; seen = 1 } END { if (seen) print n }'
 }
 
+# fit_lines WIDTH [FILE...]: each line of FILE (or stdin) cut to at most WIDTH characters,
+# at a word boundary when there is one (a line a terminal of WIDTH columns shows whole).
+fit_lines() {
+    local w=$1; shift
+    awk -v w="$w" 'length($0) > w {
+        s = substr($0, 1, w + 1)
+        if (!sub(/ +[^ ]*$/, "", s) || s == "") s = substr($0, 1, w)
+        sub(/[ ,;:(]+$/, "", s)
+        $0 = s
+    } { print }' "$@"
+}
+
 # json_field KEY [FILE...]: KEY of each JSON object in FILE (or on stdin), one line each: a
 # string as it is, any other value as JSON (a number, true, false, null); nothing for an
 # object without KEY.

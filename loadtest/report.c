@@ -6,7 +6,7 @@
  *
  *   {"generated": "2026-11-23T10:00:00Z", "runs": 1, "rows": [
  *     {"lock": "v4", "technique": "SET lock id NX PX ttl; DEL", "scenario": "long-work",
- *      "expect": "flaw", "shown": true,
+ *      "expect": "flaw", "fault": "lock", "shown": true,
  *      "observed": "one sale worked 1500 ms with a 500 ms lease; overlaps 3",
  *      "oversold": 2, "overlaps": 3, "timeouts": 0, "foreign_deletes": 1,
  *      "requests": 120, "ok": 60, "sold_out": 0, "errors": 0, "sold": 60, "remaining": 0,
@@ -19,8 +19,14 @@
  * row is optional: a missing or mistyped one shows as "-" in the table and keeps the row
  * out of the chart that needs it. A chart with nothing to draw says "no data".
  *
- * The page: the table of rows, oversold per version (max over its rows), sales/s per
- * version (mean over its "load" rows), and one stock/sold timeline per "long-work" row.
+ * A row's "fault" says whose a flaw of its scenario is: "lock" (the lock's own design:
+ * long work, a pause, a crash of the holder...) or "redis" (Redis or its deployment failing
+ * underneath: a failover, a crash, a partition); loadtest/evolution's rows set it. A row
+ * without it counts as the lock's.
+ *
+ * The page: the table of rows, oversold per version (max over its rows) in two charts,
+ * the lock's own flaws apart from Redis's failures, sales/s per version (mean over its
+ * "load" rows), and one stock/sold timeline per "long-work" row.
  * Everything is inline (CSS and SVG); no scripts, no external assets.
  *
  * Exit status: 0 written, 1 unreadable or invalid input or output not written, 2 usage.
@@ -33,7 +39,8 @@
 
 #include <jansson.h>
 
-#include "loadtest/report.h"
+#include "loadtest/report_html.h"
+#include "loadtest/report_moment.h"
 
 /* Chart colours; tests/test_report.sh counts these pixels in a screenshot. */
 #define REPORT_COLOUR_OVERSOLD "#d62728"
@@ -42,6 +49,7 @@
 #define REPORT_COLOUR_SOLD     "#ff7f0e"
 #define REPORT_COLOUR_MISS     "#ffd7d7"   /* background of a "NOT shown" verdict */
 #define REPORT_COLOUR_BENCH    "#9467bd"
+#define REPORT_COLOUR_REDIS    "#8c564b"   /* oversold when Redis failed underneath */
 
 /* One bar: a version and its value; count is how many rows went into it. */
 struct report_bar {
@@ -55,13 +63,6 @@ struct report_point {
     double t_ms, stock, sold;
 };
 
-/* report_str: the string field key of row, or NULL when missing or not a string. */
-const char *report_str(const json_t *row, const char *key)
-{
-    const json_t *v = json_object_get(row, key);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 /* report_num: 1 with *out set when field key of row is a number, else 0. */
 static int report_num(const json_t *row, const char *key, double *out)
 {
@@ -73,21 +74,6 @@ static int report_num(const json_t *row, const char *key, double *out)
     return 1;
 }
 
-/* report_escape: writes s to f with the five HTML-special characters escaped. */
-void report_escape(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
 /* report_fmt: v in buf, as an integer when it is one, else with one decimal; returns buf. */
 static const char *report_fmt(char *buf, size_t n, double v)
 {
@@ -96,14 +82,6 @@ static const char *report_fmt(char *buf, size_t n, double v)
     else
         snprintf(buf, n, "%.1f", v);
     return buf;
-}
-
-/* report_clamp: v limited to lo..hi (hi for NaN), so that absurd input stays drawable. */
-double report_clamp(double v, double lo, double hi)
-{
-    if (v < lo)
-        return lo;
-    return v <= hi ? v : hi;
 }
 
 /* report_axis_top: the axis end for values 0..v: a whole number of ticks, the tick
@@ -157,14 +135,6 @@ static void report_bars_add(struct report_bar *bars, size_t *n, const char *labe
     else
         bars[i].value += v;
     bars[i].count++;
-}
-
-/* report_no_data: the placeholder for a chart with nothing to draw. */
-void report_no_data(FILE *f, const char *why)
-{
-    fputs("<p class=\"nodata\">no data: ", f);
-    report_escape(f, why);
-    fputs("</p>\n", f);
 }
 
 /* report_y_axis: horizontal grid lines with their labels, for a plot area at (x0, y0)
@@ -332,6 +302,16 @@ static void report_line_chart(FILE *f, const char *title, const struct report_po
     fputs("</svg>\n", f);
 }
 
+/* report_is_redis: 1 when row's flaw is Redis's, or its deployment's, failing underneath
+ * the lock ("fault": "redis": a failover, a crash, a partition), 0 when it is the lock's
+ * own ("fault": "lock", or no such field). */
+static int report_is_redis(const json_t *row)
+{
+    const char *fault = report_str(row, "fault");
+
+    return fault != NULL && strcmp(fault, "redis") == 0;
+}
+
 /* report_cell_num: one table cell holding the number field key, "-" when missing. */
 static void report_cell_num(FILE *f, const json_t *row, const char *key)
 {
@@ -354,6 +334,16 @@ static void report_cell_str(FILE *f, const json_t *row, const char *key)
     fputs("</td>", f);
 }
 
+/* report_cell_redis: the scenario's cell of a row where Redis failed underneath, said so. */
+static void report_cell_redis(FILE *f, const json_t *row)
+{
+    const char *s = report_str(row, "scenario");
+
+    fputs("<td>", f);
+    report_escape(f, s ? s : "-");
+    fputs(" <small class=\"fault\">(Redis failed underneath)</small></td>", f);
+}
+
 /* report_table: the table of rows, one line per row, verdict last. */
 static void report_table(FILE *f, const json_t *rows)
 {
@@ -374,7 +364,10 @@ static void report_table(FILE *f, const json_t *rows)
         fputs("<tr>", f);
         report_cell_str(f, row, "lock");
         report_cell_str(f, row, "technique");
-        report_cell_str(f, row, "scenario");
+        if (report_is_redis(row))
+            report_cell_redis(f, row);
+        else
+            report_cell_str(f, row, "scenario");
         report_cell_str(f, row, "expect");
         report_cell_str(f, row, "observed");
         report_cell_num(f, row, "oversold");
@@ -388,27 +381,70 @@ static void report_table(FILE *f, const json_t *rows)
     fputs("</tbody>\n</table>\n", f);
 }
 
-/* report_bar_section: the two bar charts, oversold and sales/s per version. */
+/* One bar chart's figure: its caption (bold) and note (small), the title read out for
+ * it, its colour, and what "no data" says when it has no bar. */
+struct report_figure {
+    const char *caption, *note, *title, *colour, *why;
+    int integers;
+};
+
+/* report_bar_figure: the figure fig of bars (n of them), or its "no data". */
+static void report_bar_figure(FILE *f, const struct report_figure *fig,
+                              const struct report_bar *bars, size_t n)
+{
+    fputs("<figure>\n<figcaption>", f);
+    report_escape(f, fig->caption);
+    fputs(" <small>", f);
+    report_escape(f, fig->note);
+    fputs("</small></figcaption>\n", f);
+    if (n)
+        report_bar_chart(f, fig->title, bars, n, fig->colour, fig->integers);
+    else
+        report_no_data(f, fig->why);
+    fputs("</figure>\n", f);
+}
+
+/* The section's three charts: oversold per version, the lock's own flaws apart from
+ * Redis's failures (so that a partition's losses do not pass for the worst lock), and
+ * sales/s per version. */
+static const struct report_figure report_fig_lock = {
+    "Oversold per version: the lock's own flaws", "(max over its rows)",
+    "oversold per version, the lock's own flaws", REPORT_COLOUR_OVERSOLD,
+    "no row of the lock's own flaws has an oversold count", 1 };
+static const struct report_figure report_fig_redis = {
+    "Oversold per version: Redis failing underneath", "(max over its rows)",
+    "oversold per version, Redis failing underneath", REPORT_COLOUR_REDIS,
+    "no row of Redis failing underneath has an oversold count", 1 };
+static const struct report_figure report_fig_rps = {
+    "Sales/s per version", "(load scenario, mean over its rows)",
+    "sales per second per version", REPORT_COLOUR_RPS,
+    "no load row has a rate (sales_per_s or rps)", 0 };
+
+/* report_bar_section: the bar charts: oversold per version, the lock's flaws and Redis's
+ * failures apart, and sales/s per version. Returns 0, or -1 when memory ran out. */
 static int report_bar_section(FILE *f, const json_t *rows)
 {
-    size_t n = json_array_size(rows), n_over = 0, n_rps = 0, i;
-    struct report_bar *over = calloc(n ? n : 1, sizeof *over);
+    size_t n = json_array_size(rows), n_lock = 0, n_redis = 0, n_rps = 0, i;
+    struct report_bar *lock_bars = calloc(n ? n : 1, sizeof *lock_bars);
+    struct report_bar *redis_bars = calloc(n ? n : 1, sizeof *redis_bars);
     struct report_bar *rps = calloc(n ? n : 1, sizeof *rps);
     const json_t *row;
+    int rc = -1;
 
-    if (over == NULL || rps == NULL) {
-        free(over);
-        free(rps);
-        return -1;
-    }
+    if (lock_bars == NULL || redis_bars == NULL || rps == NULL)
+        goto out_free;
     json_array_foreach(rows, i, row) {
         const char *lock = report_str(row, "lock"), *scn = report_str(row, "scenario");
         double v;
 
         if (lock == NULL)
             lock = "?";
-        if (report_num(row, "oversold", &v))
-            report_bars_add(over, &n_over, lock, v, 1);
+        if (report_num(row, "oversold", &v)) {
+            if (report_is_redis(row))
+                report_bars_add(redis_bars, &n_redis, lock, v, 1);
+            else
+                report_bars_add(lock_bars, &n_lock, lock, v, 1);
+        }
         /* Sales that went through per second; wrk's request rate counts the quick 409s
          * too, so it is only the fallback for rows without sales_per_s. */
         if (scn && strcmp(scn, "load") == 0 &&
@@ -418,22 +454,17 @@ static int report_bar_section(FILE *f, const json_t *rows)
     for (i = 0; i < n_rps; i++)
         rps[i].value /= rps[i].count;
 
-    fputs("<div class=\"charts\">\n<figure>\n<figcaption>Oversold per version "
-          "<small>(max over its rows)</small></figcaption>\n", f);
-    if (n_over)
-        report_bar_chart(f, "oversold per version", over, n_over, REPORT_COLOUR_OVERSOLD, 1);
-    else
-        report_no_data(f, "no row has an oversold count");
-    fputs("</figure>\n<figure>\n<figcaption>Sales/s per version "
-          "<small>(load scenario, mean over its rows)</small></figcaption>\n", f);
-    if (n_rps)
-        report_bar_chart(f, "sales per second per version", rps, n_rps, REPORT_COLOUR_RPS, 0);
-    else
-        report_no_data(f, "no load row has a rate (sales_per_s or rps)");
-    fputs("</figure>\n</div>\n", f);
-    free(over);
+    fputs("<div class=\"charts\">\n", f);
+    report_bar_figure(f, &report_fig_lock, lock_bars, n_lock);
+    report_bar_figure(f, &report_fig_redis, redis_bars, n_redis);
+    report_bar_figure(f, &report_fig_rps, rps, n_rps);
+    fputs("</div>\n", f);
+    rc = 0;
+out_free:
+    free(lock_bars);
+    free(redis_bars);
     free(rps);
-    return 0;
+    return rc;
 }
 
 /* report_timeline_section: one stock/sold chart per long-work row. */
@@ -488,7 +519,7 @@ static const char report_css[] =
     "figcaption small{font-weight:normal;color:#555}\n"
     ".nodata{color:#777;font-style:italic;font-size:13px}\n"
     "svg{display:block;max-width:100%;height:auto}svg text{font-family:sans-serif}\n"
-    ".scroll{overflow-x:auto}\n"
+    ".scroll{overflow-x:auto}small.fault{color:#8c564b;white-space:nowrap}\n"
     "@media (max-width:600px){body{margin:8px}h1{font-size:18px}"
     "figure{padding:2px;max-width:100%}table{font-size:11px}}\n"
     ".grid{stroke:#e4e4e4;stroke-width:1}.axis{stroke:#444;stroke-width:1}\n"
@@ -527,7 +558,11 @@ static int report_write(FILE *f, const json_t *doc, const json_t *bench, const j
     fputs("<h2>Scenarios</h2>\n<div class=\"scroll\">\n", f);
     report_table(f, rows);
     fputs("</div>\n", f);
-    fputs("<h2>Oversold and throughput</h2>\n", f);
+    fputs("<h2>Oversold and throughput</h2>\n<p class=\"meta\">A flaw of the lock's own design "
+          "(load, a crash of its holder, long work, a release, a nested call, a pause, its clock) "
+          "is drawn apart from Redis or its deployment failing underneath (a failover, a Redis "
+          "crash, a partition, a cluster's moves): what a failing Redis lost is not drawn as a "
+          "flaw of the version that ran on it.</p>\n", f);
     if (report_bar_section(f, rows) < 0)
         return -1;
     fputs("<h2>long-work timelines</h2>\n", f);
@@ -617,9 +652,10 @@ static void report_usage(FILE *f)
 {
     fputs("usage: evolution-report IN.json OUT.html [BENCH.json] [MODEL.json]\n"
           "  Reads the evolution results (results/evolution.json) and writes one\n"
-          "  self-contained HTML page: the table of rows, oversold and sales/s per\n"
-          "  version, a stock/sold timeline per long-work row, the moment each flaw\n"
-          "  showed; with BENCH.json (loadtest/bench's results), a chart and table of\n"
+          "  self-contained HTML page: the table of rows, oversold per version (the\n"
+          "  lock's own flaws apart from Redis failing underneath: each row's \"fault\"),\n"
+          "  sales/s per version, a stock/sold timeline per long-work row, the moment\n"
+          "  each flaw showed; with BENCH.json (loadtest/bench's results), a chart and table of\n"
           "  sales/s per lock mode; with MODEL.json (model/check's), every counterexample\n"
           "  as a sequence diagram (the .svg beside its trace) next to the run that\n"
           "  shows the same flaw.\n", f);

@@ -8,7 +8,8 @@
 
 #include <jansson.h>
 
-#include "loadtest/report.h"
+#include "loadtest/report_html.h"
+#include "loadtest/report_moment.h"
 
 /* The live page's colours. */
 #define REPORT_COLOUR_HELD     "#1f77b4"
@@ -181,6 +182,8 @@ static const json_t *report_row_with_moment(const json_t *rows, const char *v, c
     return NULL;
 }
 
+/* report_traces_section: every counterexample of model that broke its property, as its
+ * diagram, beside the row of the same version and scenario that captured its moment. */
 void report_traces_section(FILE *f, const json_t *rows, const json_t *model)
 {
     size_t i, seen = 0;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_evolution.sh - The evolution, quick: every version's scenarios on real stacks. Each
 # row must show what it expects (the flaw where the version has it, none where the next
-# version fixed it), judged from Redis and the HTTP answers; the JSON and the page are whole.
+# version fixed it), judged from Redis and the HTTP answers; the JSON and the page are whole,
+# and every line printed fits in 100 columns. The demo's rows (make demo: --demo) are
+# checked from their list, not run: each flaw beside the next version's fix.
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
@@ -95,6 +97,74 @@ check "the page draws every moment" test "$(grep -c 'class="moment"' "$OUT/repor
 check "long-work rows carry a timeline" jq -e '[.rows[] | select(.scenario == "long-work") | (.timeline | length) > 3] | all' "$J"
 check "it wrote report.html" grep -q '<svg' "$OUT/report.html"
 check "it printed the load table" grep -q 'As expected: v2' "$T_TMP/evo.out"
+# Every line it printed, progress, tables and all, within 100 columns; the words of what
+# a row observed are on the page and in the JSON, not in the table.
+widest() { awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }' "$@"; }
+check "every line printed (stdout and stderr) fits in 100 columns (widest $(widest "$T_TMP/evo.out" "$T_TMP/evo.err"))" \
+    test "$(widest "$T_TMP/evo.out" "$T_TMP/evo.err")" -le 100
+check "the table leaves what a row observed to the page" bash -c \
+    "! grep -qF \"\$(jq -r '.rows[] | select(.lock == \"v4\" and .scenario == \"long-work\") | .observed' '$J')\" '$T_TMP/evo.out'"
+check "the page has it" grep -qF "$(jq -r '.rows[] | select(.lock == "v4" and .scenario == "long-work") | .observed' "$J")" "$OUT/report.html"
+check "the report page's path is printed last" bash -c "tail -n 1 '$T_TMP/evo.err' | grep -qx 'the report page: $OUT/report.html'"
+# Each row says whose a flaw of it is (the page draws the two apart), as its row says.
+loadtest/evolution --list > "$T_TMP/rows"
+check_eq "every row of the JSON has its row's fault (lock or redis)" "" \
+    "$(jq -r '.rows[] | "\(.lock) \(.scenario) \(.fault)"' "$J" | while read -r l s f; do
+        awk -v l="$l" -v s="$s" -v f="$f" '$1 == l && $2 == s && $4 == f && (f == "lock" || f == "redis") { ok = 1 }
+            END { if (!ok) print l " " s " " f }' "$T_TMP/rows"; done)"
+check "the lock's flaws: long-work, release-gap, nested, pause, crash, load, instance-cut, clock-jump-monotonic" \
+    test -z "$(awk '$2 ~ /^(load|crash|long-work|release-gap|nested|pause|instance-cut.*|clock-jump-monotonic)$/ && $4 != "lock"' "$T_TMP/rows")"
+check "Redis failing: failover, redis-crash*, sentinel-*, cluster-*, clock-jump-redis, lock masters killed" \
+    test -z "$(awk '$2 ~ /^(failover.*|redis-crash.*|sentinel-.*|cluster-.*|clock-jump-redis|master-down|quorum-lost)$/ && $4 != "redis"' "$T_TMP/rows")"
+check_eq "every row is one or the other" 61 "$(awk '$4 == "lock" || $4 == "redis"' "$T_TMP/rows" | wc -l)"
+
+# --- The demo's rows (make demo), from their list: not run here ---
+loadtest/evolution --demo --list > "$T_TMP/demo.list"; rc=$?
+check_eq "evolution --demo --list" 0 "$rc"
+awk 'NF == 6' "$T_TMP/demo.list" > "$T_TMP/demo.rows"
+check_eq "the demo: 20 rows, each marked demo" "20 20" \
+    "$(wc -l < "$T_TMP/demo.rows") $(awk '$6 == "demo"' "$T_TMP/demo.rows" | wc -l)"
+check_eq "the demo: every one on a local stack (no test hosts, no cluster)" 20 "$(awk '$5 == "local"' "$T_TMP/demo.rows" | wc -l)"
+check_eq "the demo: every version v1..v10 has a row" "v1 v2 v3 v4 v5 v6 v7 v8 v9 v10" \
+    "$(awk '{ print $1 }' "$T_TMP/demo.rows" | sort -uV | tr '\n' ' ' | sed 's/ $//')"
+pair() { awk -v a="$1 $2 $3" -v b="$4 $5 $6" '($1 " " $2 " " $3) == a { x = 1 } ($1 " " $2 " " $3) == b { y = 1 } END { exit !(x && y) }' "$T_TMP/demo.rows"; }
+check "the demo: v2 load oversells, v3 load does not" pair v2 load flaw v3 load safe
+check "the demo: v3 crash (the key never expires), v4 crash" pair v3 crash flaw v4 crash safe
+check "the demo: v4 long-work, v8 long-work" pair v4 long-work flaw v8 long-work safe
+check "the demo: v5 release-gap, v6 release-gap" pair v5 release-gap flaw v6 release-gap safe
+check "the demo: v6 nested, v7 nested" pair v6 nested flaw v7 nested safe
+check "the demo: v7 long-work, v8 long-work" pair v7 long-work flaw v8 long-work safe
+check "the demo: v8 pause, v9 pause" pair v8 pause flaw v9 pause safe
+check "the demo: v8 failover, v9 failover (its token went back) and failover-wait" \
+    bash -c "grep -q '^v8 *failover *flaw' '$T_TMP/demo.rows' && grep -q '^v9 *failover *safe' '$T_TMP/demo.rows' && grep -q '^v9 *failover-wait *safe' '$T_TMP/demo.rows'"
+check "the demo: v10 master-down and quorum-lost" pair v10 master-down safe v10 quorum-lost safe
+check_eq "the demo: every flaw row has a later version's safe row of its scenario" "" "$(
+    awk '$3 == "flaw" { f[NR] = $1 " " $2 } $3 == "safe" { s[$2] = s[$2] " " $1 }
+        END { for (i in f) { split(f[i], a, " "); ok = 0; n = split(s[a[2]], v, " ")
+              for (k = 1; k <= n; k++) if (substr(v[k], 2) + 0 > substr(a[1], 2) + 0) ok = 1
+              if (!ok) print f[i] } }' "$T_TMP/demo.rows")"
+check_eq "the demo: each flaw row is a flaw row of the full list" "" \
+    "$(awk '$3 == "flaw"' "$T_TMP/demo.rows" | while read -r l s _; do grep -q "^$l *$s *flaw" "$T_TMP/rows" || echo "$l $s"; done)"
+check "the demo names what it left to FULL=1 and why" grep -q 'The demo ran 20 of the 61 rows; make demo FULL=1 runs every row' "$T_TMP/demo.list"
+check "  the rows on test hosts, as too long" grep -q '24 rows on test hosts (network namespaces, root only), too long for the demo' "$T_TMP/demo.list"
+check "  the rows on a Redis Cluster, as too long" grep -q '4 rows on a Redis Cluster (six nodes), too long for the demo' "$T_TMP/demo.list"
+check_eq "  every scenario left out, named" "" "$(awk '$6 != "demo" { print $2 }' "$T_TMP/rows" | sort -u |
+    while read -r s; do tr -s '\n ' '  ' < "$T_TMP/demo.list" | grep -qE " $s \(" || echo "$s"; done | tr '\n' ' ')"
+check "  within 100 columns" test "$(widest "$T_TMP/demo.list")" -le 100
+# The table of a full run (make demo FULL=1), from every row with its widest figures.
+while read -r l s e f _; do
+    jq -nc --arg l "$l" --arg s "$s" --arg e "$e" --arg f "$f" \
+        --arg t "$(build/inventory-service --list-versions | awk -F'\t' -v v="$l" '$1 == v { print $3 }')" \
+        '{lock: $l, scenario: $s, expect: $e, fault: $f, technique: $t, shown: ($s != "load"),
+          sold: 1234567, oversold: -123456, overlaps: 1234567, timeouts: 123456, sales_per_s: 123456,
+          p99_ms: 12345.67, observed: ("words that stay on the page " * 20)}'
+done < "$T_TMP/rows" | jq -s '{rows: .}' > "$T_TMP/full.json"
+loadtest/evolution --table "$T_TMP/full.json" > "$T_TMP/full.table"
+check_eq "a full run's table: its 61 rows, the header, 'the versions:' and 11 versions" 74 "$(grep -c . "$T_TMP/full.table")"
+check "  within 100 columns (widest $(widest "$T_TMP/full.table"))" test "$(widest "$T_TMP/full.table")" -le 100
+check "  the longest scenario whole" grep -q '^v8 *sentinel-partition-min1 *flaw *shown *1234567 *-123456 *1234567 *123456 *- *-$' "$T_TMP/full.table"
+check "  v10's technique whole" grep -qx '  v10    v9 on a quorum of N independent masters (--lock-redis), validity on a monotonic clock' "$T_TMP/full.table"
+check "  no observed words" bash -c "! grep -q 'words that stay' '$T_TMP/full.table'"
 servers > "$T_TMP/after"
 check_eq "it left no server running" "" "$(comm -13 "$T_TMP/before" "$T_TMP/after" | tr '\n' ' ')"
 t_report
