@@ -77,19 +77,44 @@ static enum sale_result zs_read(struct store *s, const char *item, long long *st
     return st == 1 ? SALE_UNKNOWN_ITEM : st == -1 ? SALE_BAD_STOCK : SALE_OK;
 }
 
+static int delete_tree(struct zk_session *z, const char *path, struct zk_error *err);
+
+/* Deletes parent's children, leaves of the tree (a ledger's entries), many to a multi.
+ * Children of children are deleted one by one (delete_tree). */
+static int delete_children(struct zk_session *z, const char *parent, struct zk_children *c,
+                           struct zk_error *err)
+{
+    char (*paths)[ZK_PATH_MAX] = malloc(sizeof(*paths) * ZK_MULTI_MAX);
+    struct zk_op ops[ZK_MULTI_MAX];
+    int failed, st = ZK_OK;
+
+    if (paths == NULL)
+        return zk_fail(err, ZK_E_NOMEM, 0, "out of memory");
+    for (int i = 0; i < c->n && st == ZK_OK; i += ZK_MULTI_MAX) {
+        int n = c->n - i < ZK_MULTI_MAX ? c->n - i : ZK_MULTI_MAX;
+        for (int k = 0; k < n; k++) {
+            snprintf(paths[k], sizeof(paths[k]), "%.*s/%.*s", ZK_PATH_MAX / 2, parent,
+                     ZK_PATH_MAX / 2 - 2, c->names[i + k]);
+            ops[k] = (struct zk_op){ .kind = ZK_OP_DELETE, .path = paths[k], .version = -1 };
+        }
+        if (zk_multi(z, ops, n, &failed, err) == ZK_OK)
+            continue;
+        for (int k = 0; k < n && st == ZK_OK; k++)   /* one had children, or went: one by one */
+            st = delete_tree(z, paths[k], err);
+    }
+    free(paths);
+    return st;
+}
+
 /* Deletes path and everything under it; what is gone already is fine. */
 static int delete_tree(struct zk_session *z, const char *path, struct zk_error *err)
 {
     struct zk_children c;
-    char child[ZK_PATH_MAX];
-    int st = ZK_OK;
+    int st;
 
     if (zk_get_children(z, path, &c, err) != ZK_OK)
         return err->fault == ZK_E_NONODE ? ZK_OK : ZK_FAIL;
-    for (int i = 0; i < c.n && st == ZK_OK; i++) {
-        snprintf(child, sizeof(child), "%.*s/%.*s", ZK_PATH_MAX / 2, path, ZK_PATH_MAX / 2 - 2, c.names[i]);
-        st = delete_tree(z, child, err);
-    }
+    st = delete_children(z, path, &c, err);
     zk_children_free(&c);
     if (st == ZK_OK && zk_delete(z, path, -1, err) != ZK_OK && err->fault != ZK_E_NONODE)
         st = ZK_FAIL;
