@@ -51,7 +51,7 @@ HEADERS     := $(wildcard common/*.h lock/*.h redis/*.h zk/*.h service/*.h servi
 
 .PHONY: all test demo bench fuzz model deps install clean
 all: build/inventory-service build/test_lock build/test_redis build/test_cluster build/test_store \
-     build/zk_lock $(if $(wildcard loadtest/report.c),build/evolution-report) \
+     build/zk_lock build/zk-ceiling $(if $(wildcard loadtest/report.c),build/evolution-report) \
      $(if $(wildcard loadtest/load.c),build/sale-load) \
      $(if $(wildcard loadtest/clockstep.c),build/clockstep.so)
 
@@ -88,6 +88,10 @@ build/test_redis: build/tests/test_redis.o $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 build/test_cluster: build/tests/test_cluster.o $(LOCK_OBJ)
+	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
+
+# The ensemble's own ceiling (loadtest/bench's zk-ceiling mode): one node set as fast as can be.
+build/zk-ceiling: build/loadtest/zk_ceiling.o $(COMMON_OBJ) $(filter build/zk/%,$(LOCK_OBJ))
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 # v11's lock alone, for the interop test with another ZooKeeper client (tests/zk_interop.py).

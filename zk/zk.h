@@ -148,4 +148,10 @@ enum { ZK_MULTI_MAX = 300 };
  * with the session's error (then no op's rc says anything). */
 int zk_multi(struct zk_session *s, struct zk_op *ops, int n, int *failed, struct zk_error *err);
 
+/* --- burst.c: the ensemble's ceiling, for the bench --- */
+/* Sets path (it must exist) as fast as the client can with in_flight sets outstanding,
+ * for ms: how many answered ZOK (*failed: how many did not). */
+long long zk_set_burst(struct zk_session *s, const char *path, int in_flight, long ms,
+                       long long *failed);
+
 #endif
