@@ -168,6 +168,38 @@ static void test_fence(struct store *s, struct lock_client *lc)
     test_cond("only the live grant sold", s->zk ? stock == 10 && sold == 0 : stock == 9 && sold == 1);
 }
 
+/* ZooKeeper: a session's end ends its lease. A grant's write after its session ended is
+ * refused; the next grant is made in a new session. */
+static void test_expiry(struct store *s, struct lock_client *lc)
+{
+    struct sale_request r = { .item = "st4", .request_id = "e1" };
+    struct sale_request *rq = &r;
+    struct lock_grant old, now;
+    struct store_read read;
+    struct zk_error why;
+    struct error err;
+    long long sessions = zk_sessions(s->zk);
+    int released;
+
+    s->ops->set_stock(s, "st4", 3, &err);
+    s->ops->grant(s, lc, "st4", 1000, &old, &read, &err);
+    test_cond("the ensemble ends the session (another handle takes it over and closes it)",
+              zk_expire(s->zk, &why) == ZK_OK && lock_grant_is_lost(lc, &old));
+    struct store_batch b = { .g = &old, .stock = read.stock, .batch = 1 };
+    decide(&b, &rq, 1, 1);
+    test_cond("the grant of the ended session cannot write: lease_lost",
+              s->ops->sell(s, lc, &b, 0, &released) == STORE_FAILED && r.out.result == SALE_LEASE_LOST);
+    test_cond("its release says the lease expired",
+              lock_release(lc, &old, NULL, NULL, &err) == LOCK_EXPIRED);
+    test_cond("the next grant is made in a new session",
+              s->ops->grant(s, lc, "st4", 2000, &now, &read, &err) == LOCK_OK &&
+              zk_sessions(s->zk) == sessions + 1 && read.stock == 3);
+    b = (struct store_batch){ .g = &now, .stock = read.stock, .batch = 1 };
+    decide(&b, &rq, 1, 1);
+    test_cond("and writes", s->ops->sell(s, lc, &b, 1, &released) == STORE_RELEASED &&
+                            r.out.result == SALE_OK && released == LOCK_OK);
+}
+
 static void test_keys_and_atomic(struct store *s)
 {
     struct sale_request k1 = { .item = "st1", .idem_key = "k-1", .request_id = "a0" };
@@ -291,6 +323,8 @@ int main(int argc, char **argv)
     test_stock_and_ledger(svc_store);
     test_locked_sale(svc_store, sale);
     test_fence(svc_store, fence);
+    if (svc_store->zk)
+        test_expiry(svc_store, sale);
     test_keys_and_atomic(svc_store);
     test_probe_and_channel(svc_store);
     if (fence != sale)

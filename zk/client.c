@@ -256,3 +256,35 @@ void zk_error_map(const struct zk_error *from, struct error *to)
     snprintf(to->code, sizeof(to->code), "%s", zerror(from->rc));
     snprintf(to->msg, sizeof(to->msg), "%s", from->msg);
 }
+
+/* The watcher of the handle that takes a session over: nothing to note. */
+static void quiet_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
+}
+
+int zk_expire(struct zk_client *zc, struct zk_error *err)
+{
+    clientid_t id;
+    zhandle_t *other;
+    long long until = clock_now_ms() + zc->session_ms;
+
+    pthread_mutex_lock(&zc->mu);
+    if (zc->cur == NULL || !zc->cur->connected) {
+        pthread_mutex_unlock(&zc->mu);
+        return zk_fail(err, ZK_E_CONNECT, 0, "no session to end");
+    }
+    id = *zoo_client_id(zc->cur->zh);
+    pthread_mutex_unlock(&zc->mu);
+    if ((other = zookeeper_init(zc->servers, quiet_watcher, (int)zc->session_ms, &id, NULL, 0)) == NULL)
+        return zk_fail(err, ZK_E_NOMEM, 0, "cannot make a second handle");
+    while (zoo_state(other) != ZOO_CONNECTED_STATE && clock_now_ms() < until)
+        clock_sleep_ms(10);
+    zookeeper_close(other);   /* the session ends with this close */
+    pthread_mutex_lock(&zc->mu);
+    while (zc->cur && !zc->cur->expired && clock_now_ms() < until)
+        clock_cond_wait_until(&zc->cv, &zc->mu, until);
+    int expired = zc->cur && zc->cur->expired;
+    pthread_mutex_unlock(&zc->mu);
+    return expired ? ZK_OK : zk_fail(err, ZK_E_OTHER, 0, "the session did not end within %ld ms", zc->session_ms);
+}

@@ -81,6 +81,12 @@ long long zk_sessions(const struct zk_client *zc);
 long long zk_expirations(const struct zk_client *zc);
 long long zk_disconnects(const struct zk_client *zc);
 
+/* Ends the current session from a second connection that takes it over and closes it,
+ * as the ensemble ends a session it has not heard from in time (Curator's test utilities
+ * do the same): every ephemeral node of it goes, and the client learns that it expired.
+ * For tests and for showing an expiry. ZK_OK, or ZK_FAIL with err. */
+int zk_expire(struct zk_client *zc, struct zk_error *err);
+
 /* A session in use by one caller: enter it, work, leave it. */
 struct zk_session {
     struct zk_client *zc;
