@@ -89,6 +89,66 @@ int zk_get(struct zk_session *s, const char *path, char *buf, int size, int *len
     return ZK_OK;
 }
 
+/* The reads of one zk_get_many in flight, counted down by the completions. */
+struct reads {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int left;
+};
+struct read_ctx {
+    struct reads *all;
+    struct zk_read *r;
+};
+
+/* On the completion thread: one read's answer, copied into its buffer. */
+static void read_done(int rc, const char *value, int len, const struct Stat *stat, const void *data)
+{
+    const struct read_ctx *c = data;
+    struct zk_read *r = c->r;
+
+    r->rc = rc;
+    if (rc == ZOK) {
+        r->len = len < 0 ? 0 : len < r->size - 1 ? len : r->size - 1;
+        memcpy(r->buf, value ? value : "", (size_t)r->len);
+        r->buf[r->len] = '\0';
+        r->version = stat ? stat->version : -1;
+    }
+    pthread_mutex_lock(&c->all->mu);
+    if (--c->all->left == 0)
+        pthread_cond_signal(&c->all->cv);
+    pthread_mutex_unlock(&c->all->mu);
+}
+
+int zk_get_many(struct zk_session *s, struct zk_read *reads, int n, struct zk_error *err)
+{
+    struct reads all = { .left = n };
+    struct read_ctx ctx[16];
+    int rc = ZOK, sent = 0;
+
+    if (n < 1 || n > 16)
+        return zk_fail(err, ZK_E_USAGE, 0, "a read of %d nodes (1 to 16)", n);
+    pthread_mutex_init(&all.mu, NULL);
+    pthread_cond_init(&all.cv, NULL);
+    for (; sent < n && rc == ZOK; sent++) {
+        ctx[sent] = (struct read_ctx){ .all = &all, .r = &reads[sent] };
+        reads[sent].rc = ZSYSTEMERROR;
+        rc = zoo_aget(zh_of(s), reads[sent].path, 0, read_done, &ctx[sent]);
+    }
+    pthread_mutex_lock(&all.mu);
+    all.left -= n - sent + (rc != ZOK);   /* what was never sent is owed nothing */
+    while (all.left > 0)
+        pthread_cond_wait(&all.cv, &all.mu);
+    pthread_mutex_unlock(&all.mu);
+    pthread_cond_destroy(&all.cv);
+    pthread_mutex_destroy(&all.mu);
+    if (rc != ZOK)
+        return zk_answer(rc, "get", reads[sent - 1].path, err);
+    for (int i = 0; i < n; i++)
+        if (reads[i].rc != ZOK && reads[i].rc != ZNONODE)
+            return zk_answer(reads[i].rc, "get", reads[i].path, err);
+    return ZK_OK;
+}
+
 int zk_set(struct zk_session *s, const char *path, const char *data, int len, int version,
            int *new_version, struct zk_error *err)
 {

@@ -119,6 +119,19 @@ int zk_delete(struct zk_session *s, const char *path, int version, struct zk_err
 /* Reads path into buf (size bytes; *len set, the text NUL-terminated) and its version. */
 int zk_get(struct zk_session *s, const char *path, char *buf, int size, int *len,
            int *version, struct zk_error *err);
+/* One node read by zk_get_many: its path in, its text (NUL-terminated, cut to size - 1),
+ * version and answer out. */
+struct zk_read {
+    const char *path;
+    char *buf;
+    int size;
+    int len, version;
+    int rc;                     /* ZooKeeper's answer for this node (0: read) */
+};
+/* Reads n nodes at once (all sent before any answer is awaited: one round trip). ZK_OK when
+ * every answer came (each read's rc says whether it was there); ZK_FAIL with err when the
+ * session failed (no rc is then to be trusted). */
+int zk_get_many(struct zk_session *s, struct zk_read *reads, int n, struct zk_error *err);
 /* Sets path's data at version (-1: any); *new_version (may be NULL) gets its next. */
 int zk_set(struct zk_session *s, const char *path, const char *data, int len, int version,
            int *new_version, struct zk_error *err);

@@ -30,30 +30,34 @@ static _Thread_local struct read_state {
     int stock_v, sold_v;
 } seen;
 
-/* Reads item's stock and sold with their versions into r; SALE_OK or why not (msg). */
+/* Reads item's stock and sold with their versions into r, both in one round trip; SALE_OK
+ * or why not (msg). */
 static enum sale_result read_both(struct zk_session *s, const char *item, struct read_state *r,
                                   char *msg, size_t size)
 {
-    char path[ZK_PATH_MAX], text[NUMBER_MAX + 1];
+    char stock_path[ZK_PATH_MAX], sold_path[ZK_PATH_MAX];
+    char stock[NUMBER_MAX + 1], sold[NUMBER_MAX + 1];
+    struct zk_read reads[2] = {
+        { .path = zs_path(&stock_path, ZS_STOCK, item), .buf = stock, .size = sizeof(stock) },
+        { .path = zs_path(&sold_path, ZS_SOLD, item), .buf = sold, .size = sizeof(sold) },
+    };
     struct zk_error err;
-    int len;
 
-    if (zk_get(s, zs_path(&path, ZS_STOCK, item), text, sizeof(text), &len, &r->stock_v, &err) != ZK_OK) {
-        if (err.fault != ZK_E_NONODE)
-            return SALE_STORE_DOWN;
-        snprintf(msg, size, "no stock node %.100s; set it with deploy/stock", path);
+    if (zk_get_many(s, reads, 2, &err) != ZK_OK)
+        return SALE_STORE_DOWN;
+    if (reads[0].rc != 0) {
+        snprintf(msg, size, "no stock node %.100s; set it with deploy/stock", stock_path);
         return SALE_UNKNOWN_ITEM;
     }
-    if (parse_integer(text, &r->stock) != 0) {
-        snprintf(msg, size, "%.100s does not hold an integer", path);
+    if (parse_integer(stock, &r->stock) != 0) {
+        snprintf(msg, size, "%.100s does not hold an integer", stock_path);
         return SALE_BAD_STOCK;
     }
+    r->stock_v = reads[0].version;
     r->sold = 0;
     r->sold_v = -1;   /* no sold node yet: the multi creates it */
-    if (zk_get(s, zs_path(&path, ZS_SOLD, item), text, sizeof(text), &len, &r->sold_v, &err) == ZK_OK)
-        parse_integer(text, &r->sold);
-    else if (err.fault != ZK_E_NONODE)
-        return SALE_STORE_DOWN;
+    if (reads[1].rc == 0 && parse_integer(sold, &r->sold) == 0)
+        r->sold_v = reads[1].version;
     snprintf(r->item, sizeof(r->item), "%s", item);
     return SALE_OK;
 }
