@@ -118,6 +118,7 @@ static void request_end(struct load_run *r, const struct load_conn *c, int statu
     struct load_request q = {
         .start_ns = c->start_ns, .end_ns = end_ns, .status = status,
         .item = r->targets.t[c->target].item, .key = r->o->keys ? c->key : NULL,
+        .conn = c->id,
     };
 
     if (status != 0) {

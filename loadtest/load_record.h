@@ -36,6 +36,7 @@ struct load_request {
     size_t body_len;
     const char *item;
     const char *key;                /* its Idempotency-Key, or NULL (no --keys) */
+    int conn;                       /* the connection (slot) it was sent on: a client */
 };
 
 /* load_record_open: rec ready for o's run, the history (--history) open. Returns 0, or 1
