@@ -9,9 +9,12 @@
  *        test_store zookeeper H:P,... DOWN_H:P    (DOWN_H:P: nothing listens on it) */
 #include "service/store/store.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/clock.h"
 
 #include "service/config/config.h"
 #include "tests/test.h"
@@ -200,6 +203,68 @@ static void test_expiry(struct store *s, struct lock_client *lc)
                             r.out.result == SALE_OK && released == LOCK_OK);
 }
 
+/* A waiter on a node, on its own thread: zk_wait_gone's answer and how long it took. */
+struct waiter {
+    struct zk_session *z;
+    const char *path;
+    int rc;
+    long long took_ms;
+};
+
+static void *wait_main(void *arg)
+{
+    struct waiter *w = arg;
+    struct zk_error why = { 0 };
+    long long t0 = clock_now_ms();
+
+    w->rc = zk_wait_gone(w->z, w->path, t0 + 5000, &why);
+    w->took_ms = clock_now_ms() - t0;
+    return NULL;
+}
+
+/* ZooKeeper: the wait for a node to go (v11's waiter watches its predecessor). A node
+ * already gone answers at once and leaves no watch; two waiters on one node are both woken
+ * by its delete, at once; a waiter that gave up leaves a watch whose later firing finds no
+ * one (run under the address sanitizer, a watch that outlived its waiter shows here). */
+static void test_watch(struct store *s)
+{
+    const char *path = "/inventory/st1/watched";
+    struct zk_session z;
+    struct zk_error why = { 0 };
+    struct waiter w[2] = { { &z, path, -1, 0 }, { &z, path, -1, 0 } };
+    pthread_t t[2];
+    long long t0;
+
+    if (zk_enter(s->zk, &z, &why) != ZK_OK) {
+        test_cond("a session for the watch checks", 0);
+        return;
+    }
+    zk_delete(&z, path, -1, &why);
+    t0 = clock_now_ms();
+    test_cond("a node already gone: the wait answers at once",
+              zk_wait_gone(&z, path, t0 + 5000, &why) == ZK_OK && clock_now_ms() - t0 < 1000);
+    test_cond("the node made and deleted after it (no watch of that wait is left to fire)",
+              zk_create(&z, path, "x", 1, ZK_PERSISTENT, NULL, &why) == ZK_OK &&
+              zk_delete(&z, path, -1, &why) == ZK_OK);
+    zk_create(&z, path, "x", 1, ZK_PERSISTENT, NULL, &why);
+    why.fault = ZK_E_OTHER;
+    test_cond("a wait on a node that stays runs out of time (and says so)",
+              zk_wait_gone(&z, path, clock_now_ms() + 300, &why) == ZK_FAIL && why.fault == ZK_E_NONE);
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, wait_main, &w[i]);
+    clock_sleep_ms(300);
+    t0 = clock_now_ms();
+    zk_delete(&z, path, -1, &why);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    test_cond("two waiters on one node: its delete wakes both, at once",
+              w[0].rc == ZK_OK && w[1].rc == ZK_OK && w[0].took_ms < 4000 && w[1].took_ms < 4000 &&
+              clock_now_ms() - t0 < 2000);
+    test_cond("and a wait after them answers (the node is gone)",
+              zk_wait_gone(&z, path, clock_now_ms() + 5000, &why) == ZK_OK);
+    zk_leave(&z);
+}
+
 static void test_keys_and_atomic(struct store *s)
 {
     struct sale_request k1 = { .item = "st1", .idem_key = "k-1", .request_id = "a0" };
@@ -323,8 +388,10 @@ int main(int argc, char **argv)
     test_stock_and_ledger(svc_store);
     test_locked_sale(svc_store, sale);
     test_fence(svc_store, fence);
-    if (svc_store->zk)
+    if (svc_store->zk) {
+        test_watch(svc_store);
         test_expiry(svc_store, sale);
+    }
     test_keys_and_atomic(svc_store);
     test_probe_and_channel(svc_store);
     if (fence != sale)

@@ -38,6 +38,8 @@ static void watcher(zhandle_t *zh, int type, int state, const char *path, void *
         }
     }
     pthread_cond_broadcast(&zc->cv);
+    for (struct zk_waiter *w = h->waiters; w; w = w->next)
+        pthread_cond_signal(&w->cv);   /* each looks at its session again */
     pthread_mutex_unlock(&zc->mu);
 }
 
@@ -212,15 +214,18 @@ void zk_leave(struct zk_session *s)
     s->h_ = NULL;
 }
 
+int zk_session_lost_locked(struct zk_client *zc, long long id)
+{
+    struct zk_handle *h = zc->cur;
+
+    return h == NULL || h->id != id || h->expired ||
+           (h->down_since_ms != 0 && clock_now_ms() - h->down_since_ms >= zc->session_ms);
+}
+
 int zk_session_lost(struct zk_client *zc, long long id)
 {
-    struct zk_handle *h;
-    int lost;
-
     pthread_mutex_lock(&zc->mu);
-    h = zc->cur;
-    lost = h == NULL || h->id != id || h->expired ||
-           (h->down_since_ms != 0 && clock_now_ms() - h->down_since_ms >= zc->session_ms);
+    int lost = zk_session_lost_locked(zc, id);
     pthread_mutex_unlock(&zc->mu);
     return lost;
 }

@@ -185,69 +185,61 @@ void zk_children_free(struct zk_children *c)
     c->names = NULL;
 }
 
-/* A watch on one node, shared by the waiter and the client's completion thread (each
- * holds a reference; the last frees it): the watch fires once. */
-struct watch {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int fired;
-    int refs;
-};
-
-static void watch_unref(struct watch *w)
+/* The watch of zk_wait_gone, on the C client's completion thread; its context is the
+ * handle. The C client calls a watch once for its node's event, and again for every change
+ * of the session's state (those are the session watcher's); a watch whose waiter gave up
+ * finds no one. */
+static void node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    pthread_mutex_lock(&w->mu);
-    int last = --w->refs == 0;
-    pthread_mutex_unlock(&w->mu);
-    if (!last)
+    struct zk_handle *h = ctx;
+
+    (void)zh, (void)state;
+    if (type == ZOO_SESSION_EVENT || path == NULL)
         return;
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->mu);
-    free(w);
-}
-
-/* On the completion thread: the node changed or went, or the session's state changed. */
-static void watch_fired(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    struct watch *w = ctx;
-
-    (void)zh, (void)type, (void)state, (void)path;
-    pthread_mutex_lock(&w->mu);
-    w->fired = 1;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    watch_unref(w);
+    pthread_mutex_lock(&h->zc->mu);
+    for (struct zk_waiter *w = h->waiters; w; w = w->next)
+        if (strcmp(w->path, path) == 0) {
+            w->fired = 1;
+            pthread_cond_signal(&w->cv);
+        }
+    pthread_mutex_unlock(&h->zc->mu);
 }
 
 int zk_wait_gone(struct zk_session *s, const char *path, long long until_ms,
                  struct zk_error *err)
 {
-    struct watch *w = calloc(1, sizeof(*w));
+    struct zk_client *zc = s->zc;
+    struct zk_handle *h = s->h_;
+    struct zk_waiter w = { .path = path }, **p;
     struct Stat stat;
-    int rc, fired;
+    char data[64];
+    int len = sizeof(data), rc, fired, lost;
 
-    if (w == NULL)
-        return zk_fail(err, ZK_E_NOMEM, 0, "out of memory");
-    pthread_mutex_init(&w->mu, NULL);
-    clock_cond_init_monotonic(&w->cv);
-    w->refs = 2;   /* the waiter's, and the watch's once set */
-    rc = zoo_wexists(zh_of(s), path, watch_fired, w, &stat);
-    if (rc != ZOK) {
-        w->refs = 1;   /* no watch was left */
-        watch_unref(w);
-        return rc == ZNONODE ? ZK_OK : zk_answer(rc, "exists", path, err);
-    }
-    pthread_mutex_lock(&w->mu);
-    while (!w->fired && clock_now_ms() < until_ms &&
-           !zk_session_lost(s->zc, s->id))
-        clock_cond_wait_until(&w->cv, &w->mu, until_ms < clock_now_ms() + 200 ? until_ms
+    clock_cond_init_monotonic(&w.cv);
+    pthread_mutex_lock(&zc->mu);
+    w.next = h->waiters;   /* listed first: an event that comes before the answer counts */
+    h->waiters = &w;
+    pthread_mutex_unlock(&zc->mu);
+    /* A get, not an exists: on a node already gone it leaves no watch behind (Curator's
+     * LockInternals does the same). */
+    rc = zoo_wget(h->zh, path, node_watcher, h, data, &len, &stat);
+    pthread_mutex_lock(&zc->mu);
+    while (rc == ZOK && !w.fired && clock_now_ms() < until_ms &&
+           !zk_session_lost_locked(zc, s->id))
+        clock_cond_wait_until(&w.cv, &zc->mu, until_ms < clock_now_ms() + 200 ? until_ms
                                                                           : clock_now_ms() + 200);
-    fired = w->fired;
-    pthread_mutex_unlock(&w->mu);
-    watch_unref(w);
-    if (fired)
+    fired = w.fired;
+    lost = zk_session_lost_locked(zc, s->id);
+    for (p = &h->waiters; *p != &w; p = &(*p)->next)
+        ;
+    *p = w.next;
+    pthread_mutex_unlock(&zc->mu);
+    pthread_cond_destroy(&w.cv);
+    if (rc == ZNONODE || (rc == ZOK && fired))
         return ZK_OK;
-    if (zk_session_lost(s->zc, s->id))
+    if (rc != ZOK)
+        return zk_answer(rc, "get", path, err);
+    if (lost)
         return zk_fail(err, ZK_E_EXPIRED, ZSESSIONEXPIRED, "waiting on %.80s: the session is lost", path);
     return zk_fail(err, ZK_E_NONE, 0, "waiting on %.80s: the time ran out", path);
 }
