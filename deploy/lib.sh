@@ -68,14 +68,16 @@ nginx_connections() { echo $(( $1 * 2 + 64 > 1024 ? $1 * 2 + 64 : 1024 )); }
 # stack_up ERR_FILE INSTANCES DEPLOY_UP_ARG...: deploy/up on ports drawn (and reserved)
 # here: nginx's (STACK_NGINX_PORT when set), a span of 12 from the Redis port for what
 # deploy/up lays out after it (redlock's masters, the replicas, the sentinels; with
-# --cluster N, its 2N nodes, each with its bus port + 10000), and one per instance.
+# --cluster N, its 2N nodes, each with its bus port + 10000; with --zookeeper N, the
+# ensemble's 3N ports instead of any Redis: --zk-port), and one per instance.
 # Another run may take a port between the look and the bind (deploy/up's exit 3): then
 # other ports, three tries in all. deploy/up's stderr goes to ERR_FILE, its stdout is
 # the caller's. Returns deploy/up's exit code.
 stack_up() {
-    local err=$1 n=$2 a prev="" span=12 room=0 nginx redis ports rc=0; shift 2
+    local err=$1 n=$2 a prev="" span=12 room=0 nginx redis ports rc=0 at=--redis-port; shift 2
     for a in "$@"; do
         [ "$prev" != --cluster ] || { room=10000; [ $((2 * a)) -le "$span" ] || span=$((2 * a)); }
+        [ "$prev" != --zookeeper ] || { at=--zk-port; ! is_uint "$a" || [ $((3 * a)) -le "$span" ] || span=$((3 * a)); }
         prev=$a
     done
     for _ in 1 2 3; do
@@ -87,7 +89,7 @@ stack_up() {
         done
         [ -n "$nginx" ] || { echo "stack_up: no free port left to draw" > "$err"; return 1; }
         rc=0
-        "$DEPLOY_DIR/up" "$@" --port "$nginx" --redis-port "$redis" --instance-ports "$ports" \
+        "$DEPLOY_DIR/up" "$@" --port "$nginx" "$at" "$redis" --instance-ports "$ports" \
             2> "$err" || rc=$?
         [ "$rc" = 3 ] || break
     done
@@ -375,14 +377,80 @@ item_reset_commands() {
         awk -v n="$n" '{ print "SET " $1 " " n; print "SET " $2 " 0"; print "DEL " $3 " " $4 " " $5 " " $6 }'
 }
 # items_read K FILE: every item's "NAME STOCK SOLD LEDGER" of item0001..K into FILE, a line
-# each, read in one pipeline (rcli: on a cluster, each where its slot is); the names in
-# FILE.names. Fails when Redis did not answer for every item.
+# each, read in one pipeline (rcli: on a cluster, each where its slot is; on ZooKeeper,
+# zk_admin --get-stock); the names in FILE.names. Fails when the store did not answer for
+# every item.
 items_read() {
     seq -f "item%04g" 1 "$1" > "$2.names"
+    if [ -n "${ZK_CONNECT:-}" ]; then
+        zk_admin --get-stock --items "$1" > "$2" || return 1
+        [ "$(wc -l < "$2")" = "$1" ]
+        return
+    fi
     paste -d' ' <(item_key stock $(cat "$2.names")) <(item_key sold $(cat "$2.names")) \
         <(item_key orders $(cat "$2.names")) | awk '{ print "MGET " $1 " " $2; print "XLEN " $3 }' |
         rcli | paste -d' ' - - - | paste -d' ' "$2.names" - > "$2"
     [ "$(wc -l < "$2")" = "$1" ]
+}
+
+# --- ZooKeeper (a stack from deploy/up --zookeeper N or --zookeepers LIST: ZK_CONNECT,
+# ZK_PORTS, ZK_DIR in stack.env) ------------------------------------------------------------
+# An item lives at /inventory/I/stock, /inventory/I/sold and /inventory/I/orders (the
+# ledger); the service reads and sets them (--get-stock, --set-stock): no other client.
+
+# zk_srvr HOST:PORT: what the ZooKeeper server there says to the four-letter word srvr
+# (its version, zxid, mode, node count, a line each); fails when it does not answer in 2 s.
+zk_srvr() {
+    in_net timeout 2 bash -c 'exec 3<>"/dev/tcp/${1%:*}/${1##*:}" && printf srvr >&3 && cat <&3' \
+        _ "$1" 2>/dev/null
+}
+# zk_mode HOST:PORT: the server's mode (srvr's Mode: leader, follower, standalone); nothing
+# when it does not answer, or answers without serving ("This ZooKeeper instance is not
+# currently serving requests": no quorum).
+zk_mode() { zk_srvr "$1" | sed -n 's/^Mode: //p'; }
+# zk_servers: HOST:PORT of each server of ZK_CONNECT, one a line.
+zk_servers() { echo "$ZK_CONNECT" | tr ',' '\n'; }
+# zk_modes: each server's mode, in ZK_CONNECT's order, on one line ("-" for one that does
+# not answer or does not serve).
+zk_modes() {
+    local a m
+    for a in $(zk_servers); do m=$(zk_mode "$a"); echo "${m:--}"; done | paste -sd' ' -
+}
+# zk_quorum N: true when the N servers of ZK_CONNECT serve: one says leader and every other
+# follower (a lone server: standalone).
+zk_quorum() {
+    local want="standalone"
+    [ "$1" = 1 ] || want="leader $(printf 'follower %.0s' $(seq $(($1 - 1))))"
+    [ "$(zk_modes | tr ' ' '\n' | sort -r | paste -sd' ' -)" = "${want% }" ]
+}
+# zk_serving: true when a server of ZK_CONNECT serves (a leader, a follower, standalone).
+zk_serving() { zk_modes | grep -qE 'leader|follower|standalone'; }
+# zk_leader: HOST:PORT of the server of ZK_CONNECT that says it leads; fails when none does.
+zk_leader() {
+    local a
+    for a in $(zk_servers); do
+        [ "$(zk_mode "$a")" != leader ] || { echo "$a"; return 0; }
+    done
+    return 1
+}
+# zk_admin ARG...: the service's store operations on ZK_CONNECT's ensemble, run from the
+# command line (build/inventory-service --zookeeper ZK_CONNECT ARG...: --set-stock N,
+# --get-stock, with --item I or --items K); stdout as it prints it ("ITEM STOCK SOLD
+# LEDGER" a line for --get-stock), its errors on stderr (its INFO log lines left out).
+# Returns its exit status.
+zk_admin() {
+    local rc
+    { in_net "${SERVICE_BIN:-${DEPLOY_DIR%/*}/build/inventory-service}" --zookeeper "$ZK_CONNECT" "$@" \
+          2>&1 1>&3 3>&- | grep -v '^[0-9TZ:-]* INFO ' >&2; rc=${PIPESTATUS[0]}; } 3>&1
+    return "$rc"
+}
+# zk_item_state ITEM: "STOCK SOLD LEDGER" of ITEM on ZooKeeper, as item_state gives it on
+# Redis; fails when the ensemble does not answer or ITEM has no stock.
+zk_item_state() {
+    local line
+    line=$(zk_admin --get-stock --item "$1") || return 1
+    set -- $line
+    echo "$2 $3 $4"
 }
 
 # sale_load_summary FILE: the last JSON line build/sale-load wrote to FILE, in the fields

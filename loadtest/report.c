@@ -20,12 +20,13 @@
  * out of the chart that needs it. A chart with nothing to draw says "no data".
  *
  * A row's "fault" says whose a flaw of its scenario is: "lock" (the lock's own design:
- * long work, a pause, a crash of the holder...) or "redis" (Redis or its deployment failing
- * underneath: a failover, a crash, a partition); loadtest/evolution's rows set it. A row
+ * long work, a pause, a crash of the holder...), or the store failing underneath: "redis"
+ * (Redis or its deployment: a failover, a crash, a partition) or "zookeeper" (the
+ * ensemble: its leader killed, a partition); loadtest/evolution's rows set it. A row
  * without it counts as the lock's.
  *
  * The page: the table of rows, oversold per version (max over its rows) in two charts,
- * the lock's own flaws apart from Redis's failures, sales/s per version (mean over its
+ * the lock's own flaws apart from the store's failures, sales/s per version (mean over its
  * "load" rows), and one stock/sold timeline per "long-work" row.
  * Everything is inline (CSS and SVG); no scripts, no external assets.
  *
@@ -49,7 +50,7 @@
 #define REPORT_COLOUR_SOLD     "#ff7f0e"
 #define REPORT_COLOUR_MISS     "#ffd7d7"   /* background of a "NOT shown" verdict */
 #define REPORT_COLOUR_BENCH    "#9467bd"
-#define REPORT_COLOUR_REDIS    "#8c564b"   /* oversold when Redis failed underneath */
+#define REPORT_COLOUR_STORE    "#8c564b"   /* oversold when the store failed underneath */
 
 /* One bar: a version and its value; count is how many rows went into it. */
 struct report_bar {
@@ -302,14 +303,18 @@ static void report_line_chart(FILE *f, const char *title, const struct report_po
     fputs("</svg>\n", f);
 }
 
-/* report_is_redis: 1 when row's flaw is Redis's, or its deployment's, failing underneath
- * the lock ("fault": "redis": a failover, a crash, a partition), 0 when it is the lock's
- * own ("fault": "lock", or no such field). */
-static int report_is_redis(const json_t *row)
+/* report_underneath: the store whose failing underneath the lock row's flaw is ("fault":
+ * "redis": "Redis"; "zookeeper": "ZooKeeper"), NULL when it is the lock's own ("fault":
+ * "lock", or no such field). */
+static const char *report_underneath(const json_t *row)
 {
     const char *fault = report_str(row, "fault");
 
-    return fault != NULL && strcmp(fault, "redis") == 0;
+    if (fault != NULL && strcmp(fault, "redis") == 0)
+        return "Redis";
+    if (fault != NULL && strcmp(fault, "zookeeper") == 0)
+        return "ZooKeeper";
+    return NULL;
 }
 
 /* report_cell_num: one table cell holding the number field key, "-" when missing. */
@@ -334,14 +339,15 @@ static void report_cell_str(FILE *f, const json_t *row, const char *key)
     fputs("</td>", f);
 }
 
-/* report_cell_redis: the scenario's cell of a row where Redis failed underneath, said so. */
-static void report_cell_redis(FILE *f, const json_t *row)
+/* report_cell_store: the scenario's cell of a row where the store failed underneath, said
+ * so. */
+static void report_cell_store(FILE *f, const json_t *row)
 {
     const char *s = report_str(row, "scenario");
 
     fputs("<td>", f);
     report_escape(f, s ? s : "-");
-    fputs(" <small class=\"fault\">(Redis failed underneath)</small></td>", f);
+    fprintf(f, " <small class=\"fault\">(%s failed underneath)</small></td>", report_underneath(row));
 }
 
 /* report_table: the table of rows, one line per row, verdict last. */
@@ -364,8 +370,8 @@ static void report_table(FILE *f, const json_t *rows)
         fputs("<tr>", f);
         report_cell_str(f, row, "lock");
         report_cell_str(f, row, "technique");
-        if (report_is_redis(row))
-            report_cell_redis(f, row);
+        if (report_underneath(row))
+            report_cell_store(f, row);
         else
             report_cell_str(f, row, "scenario");
         report_cell_str(f, row, "expect");
@@ -405,16 +411,16 @@ static void report_bar_figure(FILE *f, const struct report_figure *fig,
 }
 
 /* The section's three charts: oversold per version, the lock's own flaws apart from
- * Redis's failures (so that a partition's losses do not pass for the worst lock), and
+ * the store's failures (so that a partition's losses do not pass for the worst lock), and
  * sales/s per version. */
 static const struct report_figure report_fig_lock = {
     "Oversold per version: the lock's own flaws", "(max over its rows)",
     "oversold per version, the lock's own flaws", REPORT_COLOUR_OVERSOLD,
     "no row of the lock's own flaws has an oversold count", 1 };
 static const struct report_figure report_fig_redis = {
-    "Oversold per version: Redis failing underneath", "(max over its rows)",
-    "oversold per version, Redis failing underneath", REPORT_COLOUR_REDIS,
-    "no row of Redis failing underneath has an oversold count", 1 };
+    "Oversold per version: the store failing underneath", "(Redis or ZooKeeper; max over its rows)",
+    "oversold per version, the store failing underneath", REPORT_COLOUR_STORE,
+    "no row of the store failing underneath has an oversold count", 1 };
 static const struct report_figure report_fig_rps = {
     "Sales/s per version", "(load scenario, mean over its rows)",
     "sales per second per version", REPORT_COLOUR_RPS,
@@ -440,7 +446,7 @@ static int report_bar_section(FILE *f, const json_t *rows)
         if (lock == NULL)
             lock = "?";
         if (report_num(row, "oversold", &v)) {
-            if (report_is_redis(row))
+            if (report_underneath(row))
                 report_bars_add(redis_bars, &n_redis, lock, v, 1);
             else
                 report_bars_add(lock_bars, &n_lock, lock, v, 1);
@@ -653,7 +659,7 @@ static void report_usage(FILE *f)
     fputs("usage: evolution-report IN.json OUT.html [BENCH.json] [MODEL.json]\n"
           "  Reads the evolution results (results/evolution.json) and writes one\n"
           "  self-contained HTML page: the table of rows, oversold per version (the\n"
-          "  lock's own flaws apart from Redis failing underneath: each row's \"fault\"),\n"
+          "  lock's own flaws apart from the store failing underneath: each row's \"fault\"),\n"
           "  sales/s per version, a stock/sold timeline per long-work row, the moment\n"
           "  each flaw showed; with BENCH.json (loadtest/bench's results), a chart and table of\n"
           "  sales/s per lock mode; with MODEL.json (model/check's), every counterexample\n"

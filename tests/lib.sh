@@ -96,6 +96,9 @@ running() {
     [ "${stat%% *}" != Z ]
 }
 
+# none_running PID...: none of the PIDs runs (a zombie has ended).
+none_running() { local p; for p in "$@"; do running "$p" && return 1; done; return 0; }
+
 # start_service PORTVAR ARGS...: starts build/inventory-service on a free port, waits for it.
 # Sets the variable named PORTVAR to the port and SVC_PID to the pid. A port taken between
 # free_port and the bind (another test, a load generator) is retried on another port.

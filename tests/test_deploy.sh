@@ -28,7 +28,6 @@ stack_pids() {
     master=$(head -n 1 "$dir/nginx.pid" 2>/dev/null) && ps -o pid= --ppid "$master" 2>/dev/null
     true
 }
-none_running() { local p; for p in "$@"; do running "$p" && return 1; done; return 0; }
 # nothing_on PORT...: no live process of ours listens on any of these ports.
 nothing_on() {
     local p

@@ -108,24 +108,28 @@ check "the page has it" grep -qF "$(jq -r '.rows[] | select(.lock == "v4" and .s
 check "the report page's path is printed last" bash -c "tail -n 1 '$T_TMP/evo.err' | grep -qx 'the report page: $OUT/report.html'"
 # Each row says whose a flaw of it is (the page draws the two apart), as its row says.
 loadtest/evolution --list > "$T_TMP/rows"
-check_eq "every row of the JSON has its row's fault (lock or redis)" "" \
+check_eq "every row of the JSON has its row's fault (lock, redis or zookeeper)" "" \
     "$(jq -r '.rows[] | "\(.lock) \(.scenario) \(.fault)"' "$J" | while read -r l s f; do
-        awk -v l="$l" -v s="$s" -v f="$f" '$1 == l && $2 == s && $4 == f && (f == "lock" || f == "redis") { ok = 1 }
+        awk -v l="$l" -v s="$s" -v f="$f" '$1 == l && $2 == s && $4 == f && (f == "lock" || f == "redis" || f == "zookeeper") { ok = 1 }
             END { if (!ok) print l " " s " " f }' "$T_TMP/rows"; done)"
 check "the lock's flaws: long-work, release-gap, nested, pause, crash, load, instance-cut, clock-jump-monotonic" \
     test -z "$(awk '$2 ~ /^(load|crash|long-work|release-gap|nested|pause|instance-cut.*|clock-jump-monotonic)$/ && $4 != "lock"' "$T_TMP/rows")"
 check "Redis failing: failover, redis-crash*, sentinel-*, cluster-*, clock-jump-redis, lock masters killed" \
     test -z "$(awk '$2 ~ /^(failover.*|redis-crash.*|sentinel-.*|cluster-.*|clock-jump-redis|master-down|quorum-lost)$/ && $4 != "redis"' "$T_TMP/rows")"
-check_eq "every row is one or the other" 61 "$(awk '$4 == "lock" || $4 == "redis"' "$T_TMP/rows" | wc -l)"
+check "ZooKeeper failing: zk-* (its leader killed, a partition)" \
+    test -z "$(awk '$2 ~ /^zk-/ && $4 != "zookeeper"' "$T_TMP/rows")"
+check_eq "every row is one of the three" "$(wc -l < "$T_TMP/rows")" \
+    "$(awk '$4 == "lock" || $4 == "redis" || $4 == "zookeeper"' "$T_TMP/rows" | wc -l)"
 
 # --- The demo's rows (make demo), from their list: not run here ---
 loadtest/evolution --demo --list > "$T_TMP/demo.list"; rc=$?
 check_eq "evolution --demo --list" 0 "$rc"
 awk 'NF == 6' "$T_TMP/demo.list" > "$T_TMP/demo.rows"
-check_eq "the demo: 20 rows, each marked demo" "20 20" \
+check_eq "the demo: 22 rows, each marked demo" "22 22" \
     "$(wc -l < "$T_TMP/demo.rows") $(awk '$6 == "demo"' "$T_TMP/demo.rows" | wc -l)"
-check_eq "the demo: every one on a local stack (no test hosts, no cluster)" 20 "$(awk '$5 == "local"' "$T_TMP/demo.rows" | wc -l)"
-check_eq "the demo: every version v1..v10 has a row" "v1 v2 v3 v4 v5 v6 v7 v8 v9 v10" \
+check_eq "the demo: every one on a local stack or v11's ensemble (no test hosts, no cluster)" 22 \
+    "$(awk '$5 == "local" || ($5 == "zookeeper" && $1 == "v11")' "$T_TMP/demo.rows" | wc -l)"
+check_eq "the demo: every version v1..v11 has a row" "v1 v2 v3 v4 v5 v6 v7 v8 v9 v10 v11" \
     "$(awk '{ print $1 }' "$T_TMP/demo.rows" | sort -uV | tr '\n' ' ' | sed 's/ $//')"
 pair() { awk -v a="$1 $2 $3" -v b="$4 $5 $6" '($1 " " $2 " " $3) == a { x = 1 } ($1 " " $2 " " $3) == b { y = 1 } END { exit !(x && y) }' "$T_TMP/demo.rows"; }
 check "the demo: v2 load oversells, v3 load does not" pair v2 load flaw v3 load safe
@@ -138,6 +142,8 @@ check "the demo: v8 pause, v9 pause" pair v8 pause flaw v9 pause safe
 check "the demo: v8 failover, v9 failover (its token went back) and failover-wait" \
     bash -c "grep -q '^v8 *failover *flaw' '$T_TMP/demo.rows' && grep -q '^v9 *failover *safe' '$T_TMP/demo.rows' && grep -q '^v9 *failover-wait *safe' '$T_TMP/demo.rows'"
 check "the demo: v10 master-down and quorum-lost" pair v10 master-down safe v10 quorum-lost safe
+check_eq "the demo ends with v11 on ZooKeeper: its load, and the pause v8 failed and v9 fenced" \
+    "v11 load safe|v11 pause safe" "$(tail -n 2 "$T_TMP/demo.rows" | awk '{ print $1, $2, $3 }' | paste -sd'|')"
 check_eq "the demo: every flaw row has a later version's safe row of its scenario" "" "$(
     awk '$3 == "flaw" { f[NR] = $1 " " $2 } $3 == "safe" { s[$2] = s[$2] " " $1 }
         END { for (i in f) { split(f[i], a, " "); ok = 0; n = split(s[a[2]], v, " ")
@@ -145,9 +151,10 @@ check_eq "the demo: every flaw row has a later version's safe row of its scenari
               if (!ok) print f[i] } }' "$T_TMP/demo.rows")"
 check_eq "the demo: each flaw row is a flaw row of the full list" "" \
     "$(awk '$3 == "flaw"' "$T_TMP/demo.rows" | while read -r l s _; do grep -q "^$l *$s *flaw" "$T_TMP/rows" || echo "$l $s"; done)"
-check "the demo names what it left to FULL=1 and why" grep -q 'The demo ran 20 of the 61 rows; make demo FULL=1 runs every row' "$T_TMP/demo.list"
+check "the demo names what it left to FULL=1 and why" grep -q "The demo ran 22 of the $(wc -l < "$T_TMP/rows") rows; make demo FULL=1 runs every row" "$T_TMP/demo.list"
 check "  the rows on test hosts, as too long" grep -q '24 rows on test hosts (network namespaces, root only), too long for the demo' "$T_TMP/demo.list"
 check "  the rows on a Redis Cluster, as too long" grep -q '4 rows on a Redis Cluster (six nodes), too long for the demo' "$T_TMP/demo.list"
+check "  v11's other rows, left for time" grep -q "3 rows more of v11's lessons on its ZooKeeper ensemble, left for time" "$T_TMP/demo.list"
 check_eq "  every scenario left out, named" "" "$(awk '$6 != "demo" { print $2 }' "$T_TMP/rows" | sort -u |
     while read -r s; do tr -s '\n ' '  ' < "$T_TMP/demo.list" | grep -qE " $s \(" || echo "$s"; done | tr '\n' ' ')"
 check "  within 100 columns" test "$(widest "$T_TMP/demo.list")" -le 100
@@ -160,7 +167,8 @@ while read -r l s e f _; do
           p99_ms: 12345.67, observed: ("words that stay on the page " * 20)}'
 done < "$T_TMP/rows" | jq -s '{rows: .}' > "$T_TMP/full.json"
 loadtest/evolution --table "$T_TMP/full.json" > "$T_TMP/full.table"
-check_eq "a full run's table: its 61 rows, the header, 'the versions:' and 11 versions" 74 "$(grep -c . "$T_TMP/full.table")"
+check_eq "a full run's table: its $(wc -l < "$T_TMP/rows") rows, the header, 'the versions:' and 12 versions" \
+    $(( $(wc -l < "$T_TMP/rows") + 14 )) "$(grep -c . "$T_TMP/full.table")"
 check "  within 100 columns (widest $(widest "$T_TMP/full.table"))" test "$(widest "$T_TMP/full.table")" -le 100
 check "  the longest scenario whole" grep -q '^v8 *sentinel-partition-min1 *flaw *shown *1234567 *-123456 *1234567 *123456 *- *-$' "$T_TMP/full.table"
 check "  v10's technique whole" grep -qx '  v10    v9 on a quorum of N independent masters (--lock-redis), validity on a monotonic clock' "$T_TMP/full.table"

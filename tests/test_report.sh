@@ -110,7 +110,7 @@ EOF
 "$REPORT" "$T_TMP/sparse.json" "$T_TMP/sparse.html"; rc=$?
 check_eq "missing fields: exit 0" 0 "$rc"
 check_eq "missing fields: one chart (oversold), no line chart" 1 "$(grep -c '<svg' "$T_TMP/sparse.html")"
-check_eq "missing fields: no data for rps, Redis's failures, two timelines, the moments and the traces" 6 "$(grep -c 'no data' "$T_TMP/sparse.html")"
+check_eq "missing fields: no data for rps, the store's failures, two timelines, the moments and the traces" 6 "$(grep -c 'no data' "$T_TMP/sparse.html")"
 check "missing fields: dashes in the table" grep -q '<tr><td>v1</td><td>-</td><td>-</td>' "$T_TMP/sparse.html"
 
 # --- The fixture page ---
@@ -144,7 +144,7 @@ check "moments: the lost lease marked" grep -q 'fill="#ff7f0e"><title>lease lost
 check "moments: the axis counts from the moment" grep -q '>+0 ms</text>' "$OUT"
 check "moments: a release that deleted another's lock, marked with a cross" grep -q 'class="deleted".*<title>its DEL removed' "$OUT"
 check "  and named in the caption" grep -q 'the release of inventory-8083/1 (its DEL, black cross) removed the lock of inventory-8081/1' "$OUT"
-# --- The lock's own flaws apart from Redis failing underneath ("fault") ---
+# --- The lock's own flaws apart from the store failing underneath ("fault") ---
 # A Redis partition's losses (v8 sentinel-partition, 14,720) must not be drawn beside the
 # lock's flaws (v4's 17) as if v8 were the worst lock: each in its own chart.
 {
@@ -154,30 +154,35 @@ check "  and named in the caption" grep -q 'the release of inventory-8083/1 (its
     row v8 "v7 + watchdog renewal every ttl/3 while held" sentinel-partition flaw true \
         "acknowledged sales lost 14720" 14720 0 0 0 | jq -c '. + {fault: "redis"}'
     row v9 "v8 + a fencing token per grant" failover safe true "oversold 0" 0 0 0 0 | jq -c '. + {fault: "redis"}'
+    row v11 "a sequential node of ZooKeeper, the write fenced by it" zk-leader-kill safe true "oversold 0" 0 0 0 0 |
+        jq -c '. + {fault: "zookeeper"}'
 } | jq -s '{generated: "2026-11-23T10:00:00Z", runs: 1, rows: .}' > "$T_TMP/fault.json"
 "$REPORT" "$T_TMP/fault.json" "$T_TMP/fault.html"; rc=$?
 check_eq "fault: written" 0 "$rc"
 # chart LABEL: the one SVG whose aria-label starts with LABEL.
 chart() { awk -v l="aria-label=\"$1" 'index($0, l) { on = 1 } on { print } on && /<\/svg>/ { exit }' "$T_TMP/fault.html"; }
 lock_chart=$(chart "oversold per version, the lock&#39;s own flaws")
-redis_chart=$(chart "oversold per version, Redis failing underneath")
+redis_chart=$(chart "oversold per version, the store failing underneath")
 bar() { grep -qE "class=\"value\" text-anchor=\"middle\">$1</text><text [^>]*class=\"label\" text-anchor=\"middle\">$2</text>"; }
 check "fault: the lock's chart is drawn" test -n "$lock_chart"
-check "fault: Redis's chart is drawn, apart" test -n "$redis_chart"
+check "fault: the store's chart is drawn, apart" test -n "$redis_chart"
 check "fault: the lock's chart: v4 long-work's 17" bar 17 v4 <<< "$lock_chart"
 check "fault: the lock's chart: v2 (a row with no fault field counts as the lock's) 37" bar 37 v2 <<< "$lock_chart"
 check "fault: the lock's chart: v8 at its pause's 1, not the partition's 14720" bar 1 v8 <<< "$lock_chart"
 check "fault: the lock's chart has no 14720 at all" bash -c "! grep -q '>14720<' <<< \"\$1\"" _ "$lock_chart"
-check "fault: Redis's chart: v8 sentinel-partition's 14720" bar 14720 v8 <<< "$redis_chart"
-check "fault: Redis's chart: v9 failover's 0" bar 0 v9 <<< "$redis_chart"
-check "fault: Redis's chart has no bar of the lock's rows (v2, v4)" \
+check "fault: the store's chart: v8 sentinel-partition's 14720" bar 14720 v8 <<< "$redis_chart"
+check "fault: the store's chart: v9 failover's 0" bar 0 v9 <<< "$redis_chart"
+check "fault: the store's chart has no bar of the lock's rows (v2, v4)" \
     bash -c "! grep -qE '>(v2|v4)</text>' <<< \"\$1\"" _ "$redis_chart"
-check "fault: Redis's bars in their own colour, none in the lock's chart" bash -c \
+check "fault: the store's bars in their own colour, none in the lock's chart" bash -c \
     "grep -q 'fill=\"#8c564b\"' <<< \"\$1\" && ! grep -q 'fill=\"#8c564b\"' <<< \"\$2\"" _ "$redis_chart" "$lock_chart"
 check "fault: the table says which row Redis failed under" grep -qF \
     '<td>sentinel-partition <small class="fault">(Redis failed underneath)</small></td>' "$T_TMP/fault.html"
 check_eq "fault: and only that one and v9 failover" 2 "$(grep -c 'Redis failed underneath)</small>' "$T_TMP/fault.html")"
-check "fault: without a Redis row, Redis's chart says no data" grep -q 'no data: no row of Redis failing underneath' "$OUT"
+check "fault: the table says which row ZooKeeper failed under" grep -qF \
+    '<td>zk-leader-kill <small class="fault">(ZooKeeper failed underneath)</small></td>' "$T_TMP/fault.html"
+check "fault: the store's chart: v11 zk-leader-kill's 0, beside Redis's" bar 0 v11 <<< "$redis_chart"
+check "fault: without a store's row, the store's chart says no data" grep -q 'no data: no row of the store failing underneath' "$OUT"
 
 # With model/check's results: each counterexample's diagram, beside the run's moment.
 printf 'A: acquire ok\nA: works 4 ticks\nA%ss lease expires\nB: acquire ok\n=> mutex is broken here\n' "'" \

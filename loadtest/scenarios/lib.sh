@@ -36,7 +36,11 @@
 # sentinel_names, role_of, metric_sum, redis_start, ...) and the stack's helpers below
 # (port_of, master_pid, data_pidfile, ...). Every other helper here takes what it uses
 # (the item, DIR, the stock, ...) as arguments. Also from deploy/lib.sh: item_key,
-# wait_until, free_port, redis_pings, replica_acks, now_ms, sale_load_summary, items_read.
+# wait_until, free_port, redis_pings, replica_acks, now_ms, sale_load_summary, items_read,
+# and on ZooKeeper (stack.env's ZK_CONNECT, ZK_DIR) zk_mode, zk_modes, zk_leader,
+# zk_item_state. A scenario on ZooKeeper (v11's, or atomic's there) has no Redis to read
+# and no fault probe: it is judged from the HTTP answers, its history (check-history) and
+# the stock the service reads (--get-stock).
 
 # Where the tools are, from this file's place: loadtest/ (check-history, sale.lua,
 # cluster-move) and build/ (sale-load, clockstep.so, inventory-service).
@@ -107,19 +111,21 @@ sleep_until() {
 }
 
 # history_judge ITEM STOCK HISTORY T_NS: a run's verdict from its history (checked against
-# ITEM's stock left now, from STOCK) and from Redis: sets VERDICT (the checker's), LOST
-# (acknowledged sales lost), SOLD_TWICE, GAP_MS and GAP_FROM_MS (the longest time with no
-# sale, and where it began, in ms from T_NS), OVERSOLD, OVERLAPS, and SCN_FLAW: 1 when
-# anything was oversold, lost or sold twice, or the history is impossible. Fails, saying
-# why in SCN_OBSERVED, when the checker cannot read the history.
+# ITEM's stock left now, from STOCK) and from Redis (or ZooKeeper): sets VERDICT (the
+# checker's), LOST (acknowledged sales lost), SOLD_TWICE, GAP_MS and GAP_FROM_MS (the
+# longest time with no sale, and where it began, in ms from T_NS), OVERSOLD, OVERLAPS
+# (null on ZooKeeper: no probe there), and SCN_FLAW: 1 when anything was oversold, lost or
+# sold twice, or the history is impossible. Fails, saying why in SCN_OBSERVED, when the
+# checker cannot read the history or the store the stock.
 history_judge() {
     local item=$1 stock=$2 final
-    final=$(item_get stock "$item")
+    final=$(stock_left "$item") || { SCN_OBSERVED="the stock of $item could not be read"; return 1; }
     VERDICT=$(history_check "$3" "$stock" "$final") ||
         { SCN_OBSERVED="check-history could not read the history: $VERDICT"; return 1; }
     set -- $(history_report "$3" "$4")   # sales gap_ms gap_from_ms first_after_ms sold_twice
     LOST=$(acked_lost "$stock" "$1" "$final") SOLD_TWICE=$5 GAP_MS=$2 GAP_FROM_MS=$3
-    OVERSOLD=$(oversold_now "$item" "$stock") OVERLAPS=$(overlaps_now "$item")
+    OVERSOLD=$(oversold_now "$item" "$stock") OVERLAPS=null
+    zk_stack || OVERLAPS=$(overlaps_now "$item")
     SCN_FLAW=0
     [ "$OVERSOLD" -le 0 ] && [ "$LOST" = 0 ] && [ "$SOLD_TWICE" = 0 ] && [ "$VERDICT" = possible ] ||
         SCN_FLAW=1
@@ -177,11 +183,27 @@ sold_now() { local s; s=$(item_get sold "$1"); echo "${s:-0}"; }
 # sold_at_least ITEM N, sold_out_now ITEM: ITEM has sold N or more; has no stock left.
 sold_at_least() { [ "$(sold_now "$1")" -ge "$2" ]; }
 sold_out_now() { [ "$(item_get stock "$1")" = 0 ]; }
-# oversold_now ITEM STOCK: sold - (STOCK - stock) of ITEM, from what Redis holds now.
+# oversold_now ITEM STOCK: sold - (STOCK - stock) of ITEM, from what Redis (or ZooKeeper)
+# holds now.
 oversold_now() {
     local stock=$2
-    set -- $(rcli mget "$(item_key stock "$1")" "$(item_key sold "$1")" | tr '\n' ' ')
+    if zk_stack; then
+        set -- $(zk_item_state "$1")
+    else
+        set -- $(rcli mget "$(item_key stock "$1")" "$(item_key sold "$1")" | tr '\n' ' ')
+    fi
     echo $(( ${2:-0} - (stock - ${1:-0}) ))
+}
+# stock_left ITEM: ITEM's stock now, in Redis (or ZooKeeper: --get-stock); fails when the
+# store does not answer.
+stock_left() {
+    local v
+    if zk_stack; then
+        v=$(zk_item_state "$1") || return 1
+        echo "${v%% *}"
+    else
+        item_get stock "$1"
+    fi
 }
 # lock_held ITEM, lock_free ITEM: ITEM's lock key exists; does not.
 lock_held() { [ "$(rcli exists "$(item_key lock "$1")")" = 1 ]; }
@@ -248,4 +270,51 @@ promoted_from() {
 # linked_to_master PORT: the replica on PORT has its master link up.
 linked_to_master() {
     rcli -p "$1" info replication 2>/dev/null | tr -d '\r' | grep -qx 'master_link_status:up'
+}
+
+# --- ZooKeeper (a stack from deploy/up --zookeeper N or --zookeepers: ZK_CONNECT, ZK_DIR) ---
+# zk_stack: the stack's stock is in ZooKeeper.
+zk_stack() { [ -n "${ZK_CONNECT:-}" ]; }
+# zk_session_of PORT: the session timeout (ms) the instance on PORT has from the ensemble,
+# as its log says at start ("session timeout N ms").
+zk_session_of() {
+    sed -n 's/.* zookeeper .*: session timeout \([0-9]*\) ms.*/\1/p' "$STACK_DIR/instance-$1.log" | tail -n 1
+}
+# grants_of PORT: the locks the instance on PORT was granted so far (its /metrics); 0 when
+# it does not answer.
+grants_of() {
+    local n
+    n=$(curl -s -m 2 "http://127.0.0.1:$1/metrics" | awk '$1 == "inventory_lock_acquisitions_total" { print $2 }')
+    echo "${n:-0}"
+}
+# granted_more PORT N: the instance on PORT was granted more than N locks.
+granted_more() { [ "$(grants_of "$1")" -gt "$2" ]; }
+# zk_server_id HOST:PORT: the number of the server at HOST:PORT: its place in ZK_CONNECT.
+zk_server_id() { zk_servers | awk -v a="$1" '$0 == a { print NR; exit }'; }
+# zk_server_pid ID: the pid of the ensemble's server ID, from its pid file in ZK_DIR (the
+# run directory that started it), when the process is still that server; fails otherwise.
+zk_server_pid() {
+    local f=$ZK_DIR/zk-$1.pid pid
+    [ -n "$ZK_DIR" ] && [ -f "$f" ] || return 1
+    pid=$(head -n 1 "$f")
+    is_ours "$pid" "$(sed -n 2p "$f")" "$(sed -n 3p "$f")" && echo "$pid"
+}
+# sale_hist DIR ITEM PORT QUERY HISTORY: one sale of ITEM on the instance on PORT, QUERY
+# added, recorded in HISTORY as build/sale-load records one (times on mono_now_ns's clock:
+# mono_start first; status 0: no answer); its status appended to DIR/codes, its answer's
+# body left in HISTORY.body; prints the status.
+sale_hist() {
+    local t0 t1 code
+    : > "$5.body"
+    t0=$(mono_now_ns)
+    code=$(curl -s -o "$5.body" -m 60 -w '%{http_code}' \
+        "http://127.0.0.1:$3/inventory/sale?item=$2${4:+&$4}") || code=000
+    t1=$(mono_now_ns)
+    echo "$code" >> "$1/codes"
+    jq -cn --argjson s "$t0" --argjson e "$t1" --argjson st "$((10#$code))" --arg item "$2" \
+        --rawfile body "$5.body" '($body | try fromjson catch {}) as $a
+        | {start_ns: $s, end_ns: $e, status: $st, item: $item}
+          + if $a.error then {error: $a.error} else {} end
+          + if $st == 200 then {remaining: $a.remaining, instance: $a.instance} else {} end' >> "$5"
+    echo "$code"
 }

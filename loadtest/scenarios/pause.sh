@@ -8,15 +8,24 @@
 # paused holder's stale write landed, seen in the timeline as the stock jumping back up.
 # Where the write is fenced (v9) it is refused instead: the paused sale answers 409
 # lease_lost, which the observed line quotes; overlaps:{I} counts the two holders either way.
-# Rows in loadtest/evolution: v8 shows it, v9 does not.
+# On ZooKeeper (v11) the lease is the holder's session: there the holder's sale works three
+# session timeouts and the process is stopped for two of them, while instance 2 sells (two
+# connections, every answer recorded); the ensemble expires the paused session and
+# deletes its lock node, and the paused sale's write, about a session after it resumed,
+# one multi that checks that node, is refused: 409 lease_lost. The
+# flaw is the paused sale answering 200, a history the checker finds impossible, or
+# anything oversold or lost (pause_on_zookeeper).
+# Rows in loadtest/evolution: v8 shows it, v9 and v11 do not.
 
-# A small stock, so that the stale write shows in the timeline.
-defaults_pause="ttl=500 wait=10000 stock=40"
+# A small stock, so that the stale write shows in the timeline. On ZooKeeper, a session of
+# 2 s (the ensemble's shortest).
+defaults_pause="ttl=500 wait=10000 stock=40 zk_session=2000"
 
 scenario_pause() {
     local "$@"
     local a b pid work=$((ttl_ms * 2)) answer oversold
     stack_read "$stack" || return 1
+    if zk_stack; then pause_on_zookeeper "$@"; return; fi
     a=$(port_of 1); b=$(port_of 2); pid=$(pid_of 1)
     sampler_start "$dir" "$item"
     ( code=$(curl -s -o "$dir/paused.json" -m 60 -w '%{http_code}' \
@@ -36,4 +45,44 @@ scenario_pause() {
     SCN_FLAW=0
     [ "$oversold" -gt 0 ] && SCN_FLAW=1
     SCN_OBSERVED="holder paused $((ttl_ms * 4)) ms with a ${ttl_ms} ms lease while others sold; overlaps $(overlaps_now "$item"); oversold $oversold; the paused sale answered $answer"
+}
+
+# pause_on_zookeeper WORD...: the pause on ZooKeeper, with scenario_pause's words: instance
+# 1's sale takes the lock (its grant seen in its /metrics) for three session timeouts of
+# work (instance 1's, from its log); the whole process is stopped (SIGSTOP) for two, while
+# build/sale-load sells on instance 2 (two connections), then resumed (SIGCONT). Every
+# answer in DIR/history.jsonl, the paused sale's answer in DIR/paused.jsonl.body. Sets
+# SCN_FLAW and SCN_OBSERVED; fails when nothing was sold during the pause (the session
+# outlasted it: nothing to show).
+pause_on_zookeeper() {
+    local "$@"
+    local a b pid session granted t_stop t_cont during answer hist=$dir/history.jsonl
+    [ -x "$BUILD_DIR/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
+    a=$(port_of 1); b=$(port_of 2); pid=$(pid_of 1)
+    session=$(zk_session_of "$a")
+    [ -n "$session" ] || { SCN_OBSERVED="instance 1's log names no session timeout"; return 1; }
+    granted=$(grants_of "$a")
+    mono_start
+    sale_hist "$dir" "$item" "$a" "work_ms=$((session * 3))" "$dir/paused.jsonl" > /dev/null &
+    BG_PIDS="$BG_PIDS $!"
+    wait_until 5 "" granted_more "$a" "$granted" ||
+        { SCN_OBSERVED="the first sale never took the lock"; return 1; }
+    sleep 0.1
+    kill -STOP "$pid"
+    t_stop=$(mono_now_ns)
+    "$BUILD_DIR/sale-load" --url "http://127.0.0.1:$b/inventory/sale?item=$item" -c 2 \
+        -d "$(awk -v s="$session" 'BEGIN { print s * 2 / 1000 }')" --history "$hist" > "$dir/load.out" 2>&1
+    kill -CONT "$pid"
+    t_cont=$(mono_now_ns)
+    grep -q '^{' "$dir/load.out" || { SCN_OBSERVED="sale-load failed: $(tail -n 3 "$dir/load.out")"; return 1; }
+    sale_load_summary "$dir/load.out" > "$dir/wrk-load.out"
+    bg_wait
+    cat "$dir/paused.jsonl" >> "$hist"
+    during=$(jq -s --argjson a "$t_stop" --argjson b "$t_cont" \
+        '[.[] | select(.status == 200 and .end_ns > $a and .end_ns < $b)] | length' "$hist")
+    answer=$(jq -r '"\(.status) \(.error // "sold")"' "$dir/paused.jsonl")
+    [ "$during" -gt 0 ] || { SCN_OBSERVED="nothing was sold while the holder was paused (session $session ms): nothing to show; the paused sale answered $answer"; return 1; }
+    history_judge "$item" "$stock" "$hist" "$t_stop" || return 1
+    case $answer in 200\ *) SCN_FLAW=1 ;; esac
+    SCN_OBSERVED="holder paused $((session * 2)) ms with a $session ms session while the other instance sold $during; the paused sale answered $answer; answers $(history_answers "$hist"); history $VERDICT; acknowledged sales lost $LOST; oversold $OVERSOLD"
 }

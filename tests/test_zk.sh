@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# test_zk.sh - v11 and the stock on ZooKeeper: one ensemble for the suite (deploy/up
+# --zookeeper 3, no instance), and on it the short versions of the evolution's v11 rows,
+# each through loadtest/run on instances of its own (--zookeepers): a load, the holder
+# killed, the holder paused past its session, a nested acquire, the leader killed mid-load;
+# deploy/up, stock, status and down on ZooKeeper. Skipped, saying why, without java or the
+# zookeeper package.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+source tests/lib.sh
+. deploy/up-zookeeper.sh   # zk_check, zk_server_run: as deploy/up starts a server
+
+ENS=$T_TMP/ensemble
+trap 'deploy/down --run-dir "$T_TMP/stack" --quiet >/dev/null 2>&1; deploy/down --run-dir "$ENS" --quiet >/dev/null 2>&1; t_cleanup' EXIT
+
+if ! why=$(zk_check); then
+    skip "the ZooKeeper suite" "$why"
+    t_report
+    exit
+fi
+
+# --- the suite's ensemble: three servers, as deploy/up starts them --------------------------
+# ens_up: deploy/up --zookeeper 3 on a span of 9 free ports, no instance, no nginx, in ENS;
+# another port drawn when one is taken between the look and the bind (exit 3).
+ens_up() {
+    local rc=0
+    for _ in 1 2 3; do
+        ZK_BASE=$(free_port 0 9) || return 1
+        rc=0
+        deploy/up --zookeeper 3 --zk-port "$ZK_BASE" --instances 0 --no-nginx --run-dir "$ENS" \
+            > "$T_TMP/ens.out" 2> "$T_TMP/ens.err" || rc=$?
+        [ "$rc" = 3 ] || break
+    done
+    return "$rc"
+}
+t0=$SECONDS
+ens_up; rc=$?
+check_eq "deploy/up --zookeeper 3: the ensemble comes up (in $((SECONDS - t0)) s)" 0 "$rc"
+[ "$rc" = 0 ] || { cat "$T_TMP/ens.err"; t_report; exit; }
+. "$ENS/stack.env"
+ZK_LIST=$ZK_CONNECT
+check_eq "  stack.env: three servers, their client ports, pids and run directory" \
+    "3 3 3 $ENS" "$ZK_SERVERS $(echo $ZK_PORTS | wc -w) $(echo $ZK_PIDS | wc -w) $ZK_DIR"
+check "  each pid is a QuorumPeerMain of its own configuration" \
+    bash -c 'i=1; for p in $1; do
+                 tr "\0" " " < /proc/$p/cmdline | grep -q "QuorumPeerMain $2/zk-$i/zoo.cfg" || exit 1
+                 i=$((i + 1)); done' _ "$ZK_PIDS" "$ENS"
+check_eq "  srvr: a leader and two followers" "follower follower leader" \
+    "$(zk_modes | tr ' ' '\n' | sort | paste -sd' ' -)"
+check "  each server's configuration: short ticks said, admin server off, srvr allowed, its own data and myid" \
+    bash -c 'for i in 1 2 3; do c=$1/zk-$i/zoo.cfg
+                 grep -q "^tickTime=200$" $c && grep -qi "^#.*short ticks" $c &&
+                 grep -q "^admin.enableServer=false$" $c && grep -q "^4lw.commands.whitelist=.*srvr" $c &&
+                 grep -q "^dataDir=$1/zk-$i/data$" $c && [ "$(cat $1/zk-$i/data/myid)" = $i ] || exit 1
+             done' _ "$ENS"
+check "  the write-ahead log is synced: forceSync not turned off" \
+    bash -c '! grep -qi "^forceSync *= *no" "$1"/zk-*/zoo.cfg' _ "$ENS"
+check "deploy/status: every server answers, one leads" \
+    bash -c 'out=$(deploy/status --run-dir "$1") && echo "$out" | grep -q "leader now: 127.0.0.1:"' _ "$ENS"
+
+# --- deploy/up on an ensemble elsewhere: stock, status, a sale, a nested one, down ------------
+RUN=$T_TMP/stack
+NG=$(free_port); A=$(free_port); B=$(free_port)
+check "deploy/up --zookeepers: two v11 instances and nginx on the ensemble" \
+    deploy/up --zookeepers "$ZK_LIST" --zk-run-dir "$ENS" --faults --run-dir "$RUN" --port "$NG" \
+        --instance-ports "$A,$B"
+check_eq "  its stack.env: the ensemble, not its own" "v11 0 $ENS" \
+    "$(. "$RUN/stack.env"; echo "$LOCK $OWN_ZK $ZK_DIR")"
+check "deploy/stock 7 on ZooKeeper" deploy/stock 7 --item zdep --run-dir "$RUN"
+check "deploy/status: the servers, the instances, nginx and the item's stock" \
+    bash -c 'out=$(deploy/status --run-dir "$1" --item zdep) &&
+             [ "$(echo "$out" | grep -c "^  zookeeper .* running *\(leader\|follower\)$")" = 3 ] &&
+             echo "$out" | grep -q "item zdep *stock 7, sold 0, ledger 0"' _ "$RUN"
+a_grants() { metric "$A" inventory_lock_acquisitions_total; }
+check_eq "a sale through nginx: 200" 200 "$(sale "$NG" zdep)"
+check "  answered by v11" jq -e '.lock == "v11" and .remaining == 6' "$T_TMP/body"
+g1=$(a_grants)
+check_eq "a nested sale on one instance: 200" 200 "$(sale "$A" zdep nested=1)"
+check_eq "  two grants on one node (reentrant): acquisitions +2" "2" "$(( $(a_grants) - g1 ))"
+check_eq "--get-stock: stock 5, sold 2, two ledger entries" "zdep 5 2 2" "$(zk_admin --get-stock --item zdep)"
+check "deploy/down stops the instances and nginx" deploy/down --run-dir "$RUN" --quiet
+check "  and leaves the ensemble alone: a leader and two followers" zk_quorum 3
+check_eq "deploy/up --zookeeper 3 --lock v8: refused (exit 2)" 2 \
+    "$(deploy/up --zookeeper 3 --lock v8 --run-dir "$T_TMP/bad" > /dev/null 2>&1; echo $?)"
+check_eq "deploy/up --zookeeper 2: refused (exit 2)" 2 \
+    "$(deploy/up --zookeeper 2 --run-dir "$T_TMP/bad" > /dev/null 2>&1; echo $?)"
+
+# zrun NAME ARG...: loadtest/run on the suite's ensemble (--zookeepers), its run directory
+# kept in T_TMP/NAME; the JSON line in json, stdout and stderr in T_TMP/NAME.out and .err;
+# returns loadtest/run's exit status.
+zrun() {
+    local name=$1 rc=0; shift
+    LOADTEST_RUN_DIR=$T_TMP/$name loadtest/run --zookeepers "$ZK_LIST" --zk-run-dir "$ENS" "$@" \
+        > "$T_TMP/$name.out" 2> "$T_TMP/$name.err" || rc=$?
+    json=$(tail -n 1 "$T_TMP/$name.out")
+    [ "$rc" = 0 ] || { tail -n 5 "$T_TMP/$name.err"; echo "$json"; }
+    return "$rc"
+}
+# observed_ms TEXT: the number before " ms" after TEXT in the observed line.
+observed_ms() { field observed | sed -n "s/.*$1 \(-\{0,1\}[0-9]*\) ms.*/\1/p"; }
+
+# --- load: 150 units, 10 connections, 4 s, every answer recorded ---------------------------
+zrun load --lock v11 --item zload --stock 150 -c 10 -d 4 --history "$T_TMP/load.jsonl"
+check_eq "v11 load: done" 0 "$?"
+check_eq "  sold the whole stock, none oversold: sold, remaining, oversold" "150 0 0" \
+    "$(field sold) $(field remaining) $(field oversold)"
+check_eq "  the invariant and the ledger hold" "true true" "$(field invariant_ok) $(field ledger_ok)"
+check_eq "  150 answers 200, the history possible" "150 possible" "$(field ok) $(field history)"
+check_eq "  --get-stock says what the summary says" "zload 0 150 150" "$(zk_admin --get-stock --item zload)"
+check "  the summary reads ZooKeeper, a progress line each second" \
+    bash -c 'grep -q "^  zookeeper sold 150, remaining 0, ledger 150" "$1.out" && grep -qE "^ +[0-9]+s +stock [0-9]+ +sold " "$1.err"' _ "$T_TMP/load"
+check_eq "  JSON: lock and scenario; no probe (overlaps null)" "v11 load null" \
+    "$(field lock) $(field scenario) $(field overlaps)"
+zrun atomic --lock atomic --item zatomic --stock 60 -c 6 -d 2
+check_eq "atomic on ZooKeeper (a version-checked multi, no lock): done" 0 "$?"
+check_eq "  none oversold, sold + remaining == 60" "0 true" "$(field oversold) $(field invariant_ok)"
+check "  it sold" test "$(field sold)" -gt 0
+
+# --- crash: the holder killed -9; the next sale within the session timeout + 1 s -----------
+zrun crash --lock v11 --item zcrash --stock 500 --scenario crash
+check_eq "v11 crash: done" 0 "$?"
+session=$(field observed | sed -n 's/.*(session timeout \([0-9]*\) ms).*/\1/p')
+next=$(observed_ms "the next sale on the other instance")
+check_eq "  the instances had the 2 s session asked for" 2000 "$session"
+check "  the next sale came within the session + 1 s of the kill (${next:-?} ms)" \
+    test "${next:--1}" -ge 0 -a "${next:--1}" -le $(( ${session:-0} + 1000 ))
+check "  and not before half the session: the dead holder's lock held till then" \
+    test "${next:--1}" -ge $(( ${session:-0} / 2 ))
+check_eq "  no flaw: the history possible, none lost, none oversold" "false 0" "$(field flaw) $(field oversold)"
+check "  the killed holder's sale had no answer (status 0 in the history)" \
+    jq -e 'select(.status == 0)' "$T_TMP/crash/scenario/held.jsonl"
+
+# --- pause: the holder stopped past its session; its write refused ---------------------------
+zrun pause --lock v11 --item zpause --scenario pause
+check_eq "v11 pause: done" 0 "$?"
+check_eq "  the paused sale answered 409 lease_lost" "409 lease_lost" \
+    "$(jq -r '"\(.status) \(.error)"' "$T_TMP/pause/scenario/paused.jsonl")"
+check "  its refusal says nothing was written" \
+    jq -e '.message | test("nothing was (written|sent)")' "$T_TMP/pause/scenario/paused.jsonl.body"
+check "  the other instance sold while it was stopped" \
+    test "$(field observed | sed -n 's/.*the other instance sold \([0-9]*\);.*/\1/p')" -gt 0
+check_eq "  nothing oversold, the history possible, no flaw" "0 false" "$(field oversold) $(field flaw)"
+check "  the history says possible" grep -q "history possible" <<< "$(field observed)"
+
+# --- nested: reentrant, as v7 ---------------------------------------------------------------
+zrun nested --lock v11 --item znested --scenario nested
+check_eq "v11 nested: done" 0 "$?"
+check "  5 nested sales: 5 sold, none timed out; the history possible" \
+    grep -q "5 nested sales: 5 sold, 0 lock_timeout; history possible" <<< "$(field observed)"
+check_eq "  no flaw, 5 sold" "false 5" "$(field flaw) $(field sold)"
+
+# --- the leader killed -9 mid-load ---------------------------------------------------------
+zrun leader --lock v11 --item zleader --scenario zk-leader-kill -d 8
+check_eq "v11 zk-leader-kill: done" 0 "$?"
+elected=$(observed_ms "another elected in")
+gap=$(observed_ms "longest with no sale")
+check "  another server was elected leader (in ${elected:-?} ms, srvr)" test "${elected:--1}" -ge 0
+check "  the sales stopped no longer than the election and 3 s (${gap:-?} ms)" \
+    test "${gap:-999999}" -le $(( ${elected:-0} + 3000 ))
+check "  both instances lived through it" grep -q "instances alive after 2 of 2" <<< "$(field observed)"
+check "  no acknowledged sale lost, none sold twice, the history possible" \
+    grep -q "history possible; acknowledged sales lost 0; sold twice 0; oversold 0" <<< "$(field observed)"
+check_eq "  no flaw" false "$(field flaw)"
+# The killed server started again from its files: the ensemble whole for what follows.
+for i in 1 2 3; do
+    f=$ENS/zk-$i.pid
+    is_ours "$(head -n 1 "$f")" "$(sed -n 2p "$f")" "$(sed -n 3p "$f")" || RUN_DIR=$ENS zk_server_run "$i"
+done
+check "the killed server, started again, rejoins: a leader and two followers" wait_until 30 "" zk_quorum 3
+
+# --- the suite's ensemble down: nothing of it left ---------------------------------------------
+pids=$(for i in 1 2 3; do head -n 1 "$ENS/zk-$i.pid"; done)
+check "deploy/down stops the three servers" deploy/down --run-dir "$ENS" --quiet
+check "  none of their pids runs" none_running $pids
+t_report
