@@ -175,19 +175,25 @@ static struct zk_handle *current(struct zk_client *zc, struct zk_handle **old)
 int zk_enter(struct zk_client *zc, struct zk_session *s, struct zk_error *err)
 {
     long wait = zc->connect_wait_ms > 0 ? zc->connect_wait_ms : zc->session_ms / 3;
+    long long until = clock_now_ms() + wait;
     struct zk_handle *h, *old;
-    int up;
+    int up, expired;
 
-    pthread_mutex_lock(&zc->mu);
-    h = current(zc, &old);
-    up = h && wait_connected(zc, h, clock_now_ms() + wait);
-    if (up) {
-        h->refs++;
-        zc->session_ms = zoo_recv_timeout(h->zh);
-    }
-    pthread_mutex_unlock(&zc->mu);
-    if (old)
-        handle_close(old);
+    /* A handle the ensemble expires while we wait for it to answer is replaced at once:
+     * the next turn opens a new session. */
+    do {
+        pthread_mutex_lock(&zc->mu);
+        h = current(zc, &old);
+        up = h && wait_connected(zc, h, until);
+        expired = h && !up && h->expired;
+        if (up) {
+            h->refs++;
+            zc->session_ms = zoo_recv_timeout(h->zh);
+        }
+        pthread_mutex_unlock(&zc->mu);
+        if (old)
+            handle_close(old);
+    } while (expired && clock_now_ms() < until);
     if (!up) {
         tell(zc, 0, "no session");
         return zk_fail(err, ZK_E_CONNECT, 0, "ZooKeeper %.80s: no session answers (no quorum "

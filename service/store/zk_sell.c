@@ -135,20 +135,40 @@ static void multi_build(struct multi *m, struct zk_store *zs, const struct read_
 }
 
 /* A multi whose answer was lost, settled by the tombstone at its first entry's path:
- * 1 when it committed, 0 when it never will, -1 when nobody can say now. */
+ * 1 when it committed, 0 when it never will, -1 when nobody can say now. A session is
+ * waited for up to a session timeout and a second: the answer is often lost with the
+ * session itself (a process paused past it), and a new one answers as soon as the client
+ * hears that the old one expired. */
 static int settle(struct zk_store *zs, const struct multi *m)
 {
+    long long until = clock_now_ms() + zk_session_ms(zs->base.zk) + 1000;
+    const char *entry = m->first_entry >= 0 ? m->ops[m->first_entry].path : NULL;
+    char bucket[ZK_PATH_MAX];
     struct zk_session s;
     struct zk_error err;
-    int committed = -1;
+    int committed = -1, hopeless = 0;
 
-    if (m->first_entry < 0 || zk_enter(zs->base.zk, &s, &err) != ZK_OK)
+    if (entry == NULL)
         return -1;
-    if (zk_create(&s, m->ops[m->first_entry].path, "tombstone", 9, ZK_PERSISTENT, NULL, &err) == ZK_OK)
-        committed = 0;
-    else if (err.fault == ZK_E_EXISTS)
-        committed = 1;
-    zk_leave(&s);
+    while (committed < 0 && !hopeless && clock_now_ms() < until) {
+        if (zk_enter(zs->base.zk, &s, &err) != ZK_OK) {
+            clock_sleep_ms(50);
+            continue;
+        }
+        if (zk_create(&s, entry, "tombstone", 9, ZK_PERSISTENT, NULL, &err) == ZK_OK)
+            committed = 0;
+        else if (err.fault == ZK_E_EXISTS)
+            committed = 1;
+        else if (err.fault == ZK_E_NONODE) {   /* its bucket not made yet: make it, again */
+            snprintf(bucket, sizeof(bucket), "%.*s", (int)(strrchr(entry, '/') - entry), entry);
+            hopeless = zs_make_path(&s, bucket, &err) != ZK_OK && err.fault != ZK_E_LOST &&
+                       err.fault != ZK_E_EXPIRED;
+        } else if (err.fault == ZK_E_LOST || err.fault == ZK_E_EXPIRED)
+            clock_sleep_ms(50);   /* the old session, still taken for live: again */
+        else
+            hopeless = 1;
+        zk_leave(&s);
+    }
     atomic_fetch_add(committed == 1 ? &zs->settled_sold : committed == 0 ? &zs->settled_unsold
                                                                       : &zs->unsettled, 1);
     return committed;
@@ -326,6 +346,13 @@ static int write_batch(struct zk_store *zs, struct lock_client *lc, struct store
         }
         multi_build(m, zs, &seen, guard, b->k, b->g->token, b->rqs, b->n);
         ran = multi_run(zs, m, guard != NULL, &err);
+    }
+    if (ran == RAN_NOT_SOLD && guard != NULL && lock_grant_is_lost(lc, b->g)) {
+        /* The answer was lost with the session that held the lock: nothing was written,
+         * and the lease is over. */
+        sale_set_all(b->rqs, b->n, SALE_LEASE_LOST, "the write's answer was lost, and the lock's "
+                     "session ended (its node with it); settled: nothing was written");
+        return STORE_FAILED;
     }
     if (ran != RAN_COMMITTED)
         return ran_answer(zs, ran, m, guard, &err, b->rqs, b->n);
