@@ -4,8 +4,9 @@
 # followers.
 # Sourced by deploy/up (and by the tests that start an ensemble the same way, after
 # deploy/lib.sh); functions only. They read ZK_CLIENT_PORTS, ZK_QUORUM_PORTS and
-# ZK_ELECTION_PORTS (a port each per server, in server order), ZK_BIND, RUN_DIR and
-# ZK_START_WAIT_S; set ZK_CONNECT and ZK_PORTS, which stack.env records; add every server
+# ZK_ELECTION_PORTS (a port each per server, in server order), ZK_BIND (or ZK_ADDRS: an
+# address each per server, for servers on test hosts), ZK_LAUNCH (an optional command
+# prefix: an array, e.g. deploy/hosts run H), RUN_DIR and ZK_START_WAIT_S; set ZK_CONNECT and ZK_PORTS, which stack.env records; add every server
 # they start to STARTED_PIDS (a test's cleanup stops them by pid); and exit through
 # deploy/lib.sh's die, or zk_fail with the servers' logs, when the ensemble does not come
 # up: deploy/up's rollback then stops what was started.
@@ -34,8 +35,12 @@ zk_check() {
 # nth N WORD...: the Nth of the words (1-based).
 nth() { local n=$1; shift; echo "${!n}"; }
 
+# zk_addr ID: server ID's address: the IDth of ZK_ADDRS, else ZK_BIND.
+zk_addr() { local a; a=$(nth "$1" ${ZK_ADDRS:-}); echo "${a:-$ZK_BIND}"; }
+
 # write_zk_conf ID: server ID's configuration, to stdout: its data directory
-# RUN_DIR/zk-ID/data, its client port, and every server's quorum and election ports.
+# RUN_DIR/zk-ID/data, its client port and address, and every server's quorum and election
+# ports.
 write_zk_conf() {
     local id=$1 i=1 p
     cat <<EOF
@@ -57,13 +62,13 @@ preAllocSize=4096
 autopurge.snapRetainCount=3
 autopurge.purgeInterval=1
 clientPort=$(nth "$id" $ZK_CLIENT_PORTS)
-clientPortAddress=$ZK_BIND
+clientPortAddress=$(zk_addr "$id")
 # No admin web server; of the four-letter words, those a status needs (srvr: the mode).
 admin.enableServer=false
 4lw.commands.whitelist=srvr,ruok,mntr,stat
 EOF
     for p in $ZK_CLIENT_PORTS; do
-        echo "server.$i=$ZK_BIND:$(nth "$i" $ZK_QUORUM_PORTS):$(nth "$i" $ZK_ELECTION_PORTS)"
+        echo "server.$i=$(zk_addr "$i"):$(nth "$i" $ZK_QUORUM_PORTS):$(nth "$i" $ZK_ELECTION_PORTS)"
         i=$((i + 1))
     done
 }
@@ -86,7 +91,7 @@ zk_server_run() {
     [ -f "$dir/zoo.cfg" ] || die "no $dir/zoo.cfg: server $id was never started in $RUN_DIR"
     mark_log "$RUN_DIR/zk-$id.log"
     # shellcheck disable=SC2086  # ZK_JAVA_OPTS: words
-    setsid "$ZK_JAVA" $ZK_JAVA_OPTS -cp "$ZK_CLASSPATH" "$ZK_MAIN" "$dir/zoo.cfg" \
+    setsid ${ZK_LAUNCH[@]+"${ZK_LAUNCH[@]}"} "$ZK_JAVA" $ZK_JAVA_OPTS -cp "$ZK_CLASSPATH" "$ZK_MAIN" "$dir/zoo.cfg" \
         </dev/null >>"$RUN_DIR/zk-$id.log" 2>&1 &
     ZK_STARTED_PID=$!
     STARTED_PIDS="${STARTED_PIDS:-} $ZK_STARTED_PID"

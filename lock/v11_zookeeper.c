@@ -1,4 +1,7 @@
-/* v11_zookeeper.c - v11: ZooKeeper's lock recipe: an ephemeral sequential node, the lowest holds, each waiter watches its predecessor (first come, first served); the session's end ends the lease. None by design: the stock lives in ZooKeeper too, its write one multi that checks the lock node.
+/* v11_zookeeper.c - v11: ZooKeeper's lock recipe: an ephemeral sequential node, the lowest
+ * holds, each waiter watches its predecessor (first come, first served); the session's end
+ * ends the lease. No flaw by design: the stock lives in ZooKeeper too, its write one multi
+ * that checks the lock node.
  *
  * Nodes are named as Apache Curator's InterProcessMutex names them, under the item's lock
  * path /inventory/I/lock (a container node: the server deletes it when it empties, and a
@@ -12,7 +15,9 @@
  * thread retries the deletes that could not be answered (a cut, a lost answer), so that a
  * waiter that gave up never leaves a node that blocks the item for as long as the
  * instance lives. A create whose answer was lost is settled by finding its uuid among the
- * children, never by making a second node. Reentrant for one owner, as v7 is: a nested
+ * children once the session answers again; one that cannot be settled in time is doomed by
+ * its uuid: the retrier looks for it (and deletes it) until a look has not found it for
+ * LATE_MS, a create that reached a server just before the cut being applied late. Reentrant for one owner, as v7 is: a nested
  * grant counts up on the node it holds. */
 #include "lock/internal.h"
 
@@ -22,7 +27,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-enum { UUID_LEN = 36, RETRY_MS = 200 };
+enum { UUID_LEN = 36, RETRY_MS = 200, LATE_MS = 2000 };
 
 /* A node this instance holds (by owner and item), or made and must still see gone. */
 struct node {
@@ -32,6 +37,8 @@ struct node {
     long long session;            /* the session it lives in */
     long long seq;                /* its sequence number: the grant's token */
     int holds;                    /* grants on it not yet released (held list only) */
+    char uuid[UUID_LEN + 1];      /* doomed by uuid (path: the lock path): not yet found */
+    long long since_ms;           /* doomed by uuid: when */
     struct node *next;
 };
 
@@ -106,6 +113,47 @@ static void doom(struct v11 *v, const char *path, long long session)
     pthread_mutex_unlock(&v->mu);
 }
 
+/* Keeps the node of uuid under the lock path parent (of session), whose create's answer
+ * was lost, to be found and deleted by the retrier. */
+static void doom_uuid(struct v11 *v, const char *parent, const char *uuid, long long session)
+{
+    struct node *d = calloc(1, sizeof(*d));
+
+    if (d == NULL)
+        return;
+    snprintf(d->path, sizeof(d->path), "%s", parent);
+    snprintf(d->uuid, sizeof(d->uuid), "%s", uuid);
+    d->session = session;
+    d->since_ms = clock_now_ms();
+    pthread_mutex_lock(&v->mu);
+    d->next = v->doomed;
+    v->doomed = d;
+    pthread_cond_signal(&v->cv);
+    pthread_mutex_unlock(&v->mu);
+}
+
+static int node_find(struct v11 *v, struct zk_session *s, const char *parent, const char *uuid,
+                     struct node *node);
+
+/* One doomed entry, in session s: 1 when it is done with (gone, or found and deleted, or
+ * by uuid not found for LATE_MS), 0 to try again. */
+static int delete_one(struct v11 *v, struct zk_session *s, struct node *d)
+{
+    struct zk_error err;
+    struct node found = { .path = "" };
+    int st;
+
+    if (d->uuid[0] == '\0')
+        return zk_delete(s, d->path, -1, &err) == ZK_OK || err.fault == ZK_E_NONODE;
+    if ((st = node_find(v, s, d->path, d->uuid, &found)) < 0)
+        return 0;
+    if (st == 0)
+        return clock_now_ms() - d->since_ms >= LATE_MS;
+    if (zk_delete(s, found.path, -1, &err) != ZK_OK && err.fault != ZK_E_NONODE)
+        return 0;
+    return 1;
+}
+
 /* Deletes what is doomed: each is dropped once the server says it is gone, or once its
  * session is over (the server deleted it with the session). */
 static void delete_doomed(struct v11 *v)
@@ -123,9 +171,7 @@ static void delete_doomed(struct v11 *v)
     int in = zk_enter(v->zk, &s, &err) == ZK_OK;
     for (d = list; d; d = next) {
         next = d->next;
-        if ((in && d->session == s.id &&
-             (zk_delete(&s, d->path, -1, &err) == ZK_OK || err.fault == ZK_E_NONODE)) ||
-            (in && d->session != s.id)) {
+        if (in && (d->session != s.id || delete_one(v, &s, d))) {
             free(d);   /* gone, or its session (and so the node) is over */
             continue;
         }
@@ -207,18 +253,22 @@ static int node_find(struct v11 *v, struct zk_session *s, const char *parent, co
 }
 
 /* Makes g's node (ephemeral, sequential) in session s: ZK_OK with node set, or ZK_FAIL. A
- * missing parent is made; a lost answer is settled by looking for the uuid. */
+ * missing parent is made. A lost answer is settled by looking for the uuid, again until
+ * the session answers (or is over, or deadline); not found, the create is made again
+ * under a new uuid (the old one doomed: its create may still be applied); not settled,
+ * the uuid is doomed and ZK_FAIL. */
 static int node_make(struct v11 *v, struct zk_session *s, const struct lock_grant *g,
-                     struct node *node, struct zk_error *err)
+                     long long deadline, struct node *node, struct zk_error *err)
 {
     char parent[ZK_PATH_MAX], prefix[ZK_PATH_MAX + 64], uuid[UUID_LEN + 1];
     char made[ZK_PATH_MAX];
     int st, found;
 
     lock_path(&parent, g->item);
-    uuid_new(&uuid);
-    snprintf(prefix, sizeof(prefix), "%s/_c_%s-lock-", parent, uuid);
     for (int tries = 0; tries < 3; tries++) {
+        if (tries == 0 || err->fault == ZK_E_LOST)
+            uuid_new(&uuid);
+        snprintf(prefix, sizeof(prefix), "%s/_c_%s-lock-", parent, uuid);
         st = zk_create(s, prefix, g->owner, (int)strlen(g->owner), ZK_EPHEMERAL_SEQUENTIAL,
                        &made, err);
         if (st == ZK_OK) {
@@ -229,10 +279,16 @@ static int node_make(struct v11 *v, struct zk_session *s, const struct lock_gran
             parents_make(s, g->item);
             continue;
         }
-        if (err->fault != ZK_E_LOST || (found = node_find(v, s, parent, uuid, node)) < 0)
+        if (err->fault != ZK_E_LOST)
             return ZK_FAIL;
-        if (found)
+        while ((found = node_find(v, s, parent, uuid, node)) < 0 &&
+               !zk_session_lost(v->zk, s->id) && clock_now_ms() < deadline)
+            clock_sleep_ms(50);
+        if (found > 0)
             break;
+        doom_uuid(v, parent, uuid, s->id);   /* not found yet, or not settled */
+        if (found < 0)
+            return ZK_FAIL;
     }
     if (st != ZK_OK && node->path[0] == '\0')
         return ZK_FAIL;
@@ -262,31 +318,37 @@ static int predecessor(struct zk_session *s, const char *parent, long long seq,
 }
 
 /* Waits, in session s, until node is the lowest contender or until deadline: LOCK_OK,
- * LOCK_TIMEOUT, or LOCK_ERROR (the session lost: the node is gone with it). */
-static int wait_lowest(struct zk_session *s, const struct node *node, long long deadline,
-                       struct error *err)
+ * LOCK_TIMEOUT, or LOCK_ERROR (the session lost: the node is gone with it). A connection
+ * lost while the session lives (a server gone, a leader elected) is waited out: the node
+ * keeps its place. */
+static int wait_lowest(struct v11 *v, struct zk_session *s, const struct node *node,
+                       long long deadline, struct error *err)
 {
     char parent[ZK_PATH_MAX], pred[ZK_PATH_MAX];
-    struct zk_error why = { 0 };
+    struct zk_error why;
     int ahead;
 
     snprintf(parent, sizeof(parent), "%.*s", (int)(strrchr(node->path, '/') - node->path),
              node->path);
-    while ((ahead = predecessor(s, parent, node->seq, &pred, &why)) > 0) {
+    for (;;) {
+        why = (struct zk_error){ 0 };
+        if ((ahead = predecessor(s, parent, node->seq, &pred, &why)) == 0)
+            return LOCK_OK;
         if (clock_now_ms() >= deadline)
             return LOCK_TIMEOUT;
         /* Only the predecessor is watched: one waiter is woken per release, in arrival
          * order; when it fires, the children are read again (it may have gone because its
          * session expired, with ours still waiting behind another). */
-        if (zk_wait_gone(s, pred, deadline, &why) != ZK_OK && why.fault != ZK_E_NONE)
-            break;
+        if (ahead > 0 && zk_wait_gone(s, pred, deadline, &why) == ZK_OK)
+            continue;
+        if (ahead > 0 && why.fault == ZK_E_NONE)
+            return LOCK_TIMEOUT;
+        if (why.fault != ZK_E_LOST || zk_session_lost(v->zk, s->id)) {
+            zk_error_map(&why, err);
+            return LOCK_ERROR;
+        }
+        clock_sleep_ms(50);
     }
-    if (ahead == 0)
-        return LOCK_OK;
-    if (ahead > 0 && why.fault == ZK_E_NONE)
-        return LOCK_TIMEOUT;
-    zk_error_map(&why, err);
-    return LOCK_ERROR;
 }
 
 /* --- the version's operations --- */
@@ -341,11 +403,11 @@ static int contend(struct v11 *v, struct zk_session *s, struct lock_grant *g, lo
     struct zk_error why = { 0 };
     int st;
 
-    if (node_make(v, s, g, &node, &why) != ZK_OK) {
+    if (node_make(v, s, g, deadline, &node, &why) != ZK_OK) {
         zk_error_map(&why, err);
         return LOCK_ERROR;
     }
-    if ((st = wait_lowest(s, &node, deadline, err)) == LOCK_OK)
+    if ((st = wait_lowest(v, s, &node, deadline, err)) == LOCK_OK)
         return hold(v, g, &node, err);
     doom(v, node.path, node.session);   /* a waiter that gave up leaves no node */
     return st;

@@ -222,6 +222,28 @@ for i in 1 2 3; do
 done
 check "the killed server, started again, rejoins: a leader and two followers" wait_until 30 "" zk_quorum 3
 
+# --- Jepsen's partition on test hosts: {h1: server 1, A} | {h2: server 2, B; h3: server 3} ---
+if ! why=$(deploy/hosts check); then
+    skip "v11 zk-partition on test hosts" "$why"
+else
+    HOSTS_PREFIX=invzk LOADTEST_RUN_DIR=$T_TMP/partition loadtest/run --lock v11 --scenario zk-partition -d 6 \
+        > "$T_TMP/partition.out" 2> "$T_TMP/partition.err"
+    check_eq "v11 zk-partition (a 6 s cut): done" 0 "$?"
+    json=$(tail -n 1 "$T_TMP/partition.out")
+    check "  nothing lost, nothing sold twice, the history possible" \
+        grep -q "history possible; acknowledged sales lost 0; sold twice 0" <<< "$(field observed)"
+    check "  A sold nothing more than a session into the cut (no quorum on its side)" \
+        grep -q "during the cut (0 of them more than a session into it)" <<< "$(field observed)"
+    gap=$(observed_ms "longest with no sale")
+    check "  the majority sold on: no gap longer than A's session and 3 s (${gap:-?} ms)" \
+        test "${gap:-999999}" -le 7000
+    after=$(observed_ms "A's first")
+    check "  A sold again after the heal (${after:-?} ms after it)" test "${after:--1}" -ge 0
+    check_eq "  no flaw; the invariant and the ledger hold" "false true true" \
+        "$(field flaw) $(field invariant_ok) $(field ledger_ok)"
+    check_eq "  its hosts removed" "" "$(ip netns list 2>/dev/null | grep '^invzk' || true)"
+fi
+
 # --- the suite's ensemble down: nothing of it left ---------------------------------------------
 pids=$(for i in 1 2 3; do head -n 1 "$ENS/zk-$i.pid"; done)
 check "deploy/down stops the three servers" deploy/down --run-dir "$ENS" --quiet

@@ -2,9 +2,10 @@
 # Sourced by loadtest/run for a scenario whose defaults say hosts=N: no stack is brought
 # up on loopback; the scenario lays its own out on hosts h1..hN, each part on the address
 # of its host and the same port everywhere (as on real machines): Redis 6379, a sentinel
-# 26379, an instance 8001, nginx 8080. Pid files and logs go to the stack's run directory
-# (hosts_stack_up's RUN: STACK_DIR) under deploy/up's names (redis.pid for the data Redis
-# started as master, replica-hK, sentinel-hK, instance-hK), so deploy/down stops them;
+# 26379, a ZooKeeper server 2181 (2888 and 3888 between servers), an instance 8001, nginx
+# 8080. Pid files and logs go to the stack's run directory (hosts_stack_up's RUN:
+# STACK_DIR) under deploy/up's names (redis.pid for the data Redis started as master,
+# replica-hK, sentinel-hK, zk-ID, instance-hK), so deploy/down stops them;
 # loadtest/run's finish removes the hosts (hosts_stack_down).
 # Everything the scenario and loadtest/run then read goes through a host (HOSTS_VIA,
 # deploy/lib.sh's in_net): this machine has no route to them. The loads run in the hosts.
@@ -22,8 +23,10 @@
 # exec'ing the command (env does): the pid is the server's, as deploy/down checks it.
 
 . "$DEPLOY_DIR/up-redis.sh"   # new_secret, conf_quote, write_sentinel_conf, sentinel_ready
+. "$DEPLOY_DIR/up-zookeeper.sh"   # zk_check, zk_server_start: a server as deploy/up starts one
 HOSTS_BIN=$DEPLOY_DIR/hosts
 H_REDIS_PORT=6379 H_SENTINEL_PORT=26379 H_INSTANCE_PORT=8001 H_NGINX_PORT=8080
+H_ZK_PORTS="2181 2888 3888"   # a ZooKeeper server's client, quorum and election ports
 # Each run its own hosts (names invltPID-h1...): two runs at once never remove each other's.
 export HOSTS_PREFIX=${HOSTS_PREFIX:-invlt$$}
 
@@ -49,6 +52,7 @@ hosts_stack_up() {
     (umask 077; pw=$(conf_quote "$(head -n 1 "$REDIS_PASSWORD_FILE")")
      printf 'requirepass %s\nmasterauth %s\n' "$pw" "$pw" > "$REDIS_CONF")
     INSTANCE_PORTS="" INSTANCE_PIDS="" SENTINEL_PORTS="" REPLICA_PORTS="" MASTER_PORTS="" MASTER_PIDS=""
+    ZK_CONNECT=""
 }
 # hosts_stack_down: what runs in the hosts, by pid (deploy/down: STACK_DIR's and those of
 # deploy/up run in a host with STACK_DIR/H), then the hosts.
@@ -134,20 +138,51 @@ instance_flags() {
     [ -z "${replicas:-}" ] || printf '%s\n' --replicas "$replicas"
 }
 
+# host_zookeeper H ID N: server ID of an ensemble of N, in H on its address (every server
+# on the same ports: H_ZK_PORTS), as deploy/up starts one (up-zookeeper.sh: its
+# configuration, data and log under STACK_DIR/zk-ID, pid file zk-ID.pid); the servers'
+# addresses are those of the hosts ZK_ON_HOSTS names (server 1 on the first). Sets
+# ZK_CONNECT (every server's address), which host_instance then gives the instances.
+host_zookeeper() {
+    local h=$1 id=$2 n=$3 i
+    local ZK_CLIENT_PORTS ZK_QUORUM_PORTS ZK_ELECTION_PORTS ZK_ADDRS="" RUN_DIR=$STACK_DIR
+    local ZK_LAUNCH=("$HOSTS_BIN" run "$h")
+    ZK_CLIENT_PORTS=$(printf "${H_ZK_PORTS%% *} %.0s" $(seq "$n"))
+    ZK_QUORUM_PORTS=$(printf "$(echo $H_ZK_PORTS | cut -d' ' -f2) %.0s" $(seq "$n"))
+    ZK_ELECTION_PORTS=$(printf "${H_ZK_PORTS##* } %.0s" $(seq "$n"))
+    for i in $ZK_ON_HOSTS; do ZK_ADDRS="$ZK_ADDRS $(host_addr "$i")"; done
+    zk_server_start "$id"
+    ZK_CONNECT=$(for i in $ZK_ADDRS; do printf '%s:%s\n' "$i" "${H_ZK_PORTS%% *}"; done | paste -sd, -)
+}
+# zk_hosts_quorum: the ensemble of ZK_ON_HOSTS serves: each server, asked from its own host,
+# says leader or follower, and one leads.
+zk_hosts_quorum() {
+    local h i=1 m modes=""
+    for h in $ZK_ON_HOSTS; do
+        m=$(HOSTS_VIA=$h zk_mode "$(host_addr "$h"):${H_ZK_PORTS%% *}")
+        modes="$modes ${m:--}"
+    done
+    case $modes in *leader*) ;; *) return 1 ;; esac
+    ! echo "$modes" | grep -qE '(^| )-( |$)|standalone'
+}
+
 # host_instance H [ARG...]: an instance in H on its address, named inventory-H, faults on
 # (the overlap probe), Redis found by the sentinels (or REDIS_HOST without them), the lock
-# masters of host_lock_master if any, under INSTANCE_WRAP; ARGs are added (the run's lock
-# settings: instance_flags). True once it answers /health.
+# masters of host_lock_master if any, or with ZK_CONNECT set (host_zookeeper) the stock in
+# that ensemble, under INSTANCE_WRAP; ARGs are added (the run's lock settings:
+# instance_flags). True once it answers /health.
 host_instance() {
     local h=$1 a bin=$BUILD_DIR/inventory-service args; a=$(host_addr "$h"); shift
-    args=(--bind "$a" --port "$H_INSTANCE_PORT" --name "inventory-$h" --faults
-          --redis-password-file "$REDIS_PASSWORD_FILE")
-    if [ -n "$SENTINEL_PORTS" ]; then
+    args=(--bind "$a" --port "$H_INSTANCE_PORT" --name "inventory-$h" --faults)
+    if [ -n "${ZK_CONNECT:-}" ]; then
+        args+=(--zookeeper "$ZK_CONNECT")
+    elif [ -n "$SENTINEL_PORTS" ]; then
         args+=(--sentinel "$(echo $SENTINEL_PORTS | tr ' ' ,)" --sentinel-master "$SENTINEL_MASTER"
                --sentinel-password-file "$SENTINEL_PASSWORD_FILE")
     else
         args+=(--redis "$REDIS_HOST:$REDIS_PORT")
     fi
+    [ -n "${ZK_CONNECT:-}" ] || args+=(--redis-password-file "$REDIS_PASSWORD_FILE")
     [ -z "${MASTER_PORTS:-}" ] || args+=(--lock-redis "$(echo $MASTER_PORTS | tr ' ' ,)")
     setsid "$HOSTS_BIN" run "$h" ${INSTANCE_WRAP:-} "$bin" "${args[@]}" "$@" \
         </dev/null >>"$STACK_DIR/instance-$h.log" 2>&1 &

@@ -1,0 +1,87 @@
+# zk-partition.sh - Jepsen's partition on ZooKeeper: v11's lock and stock when the network
+# splits an instance and one server of the ensemble from the rest.
+#
+# Three test hosts (deploy/hosts; scenarios/hosts.sh):
+#   h1: ZooKeeper server 1, instance A and its clients
+#   h2: ZooKeeper server 2, instance B and its clients
+#   h3: ZooKeeper server 3
+# The instances' session timeout is 4 s. Each side's clients (build/sale-load, 8 keep-alive
+# connections, every answer in a history) sell through their own instance. After 3 s the
+# network is cut {h1} | {h2,h3} for SECS seconds (10), then healed; the loads go on 6 s
+# more.
+# Server 1 alone is no quorum: it stops serving, and A's session cannot be kept anywhere.
+# A's sales fail (503; 409 lease_lost for a holder whose session ended): no write of A's
+# commits without a quorum, so no 200 of A's goes unrecorded. The majority goes on (a new
+# leader when server 1 led): B waits at most until A's session expires (its lock node
+# deleted with it) and sells on. After the heal A takes a new session and sells again.
+# This is the cut that loses Redis Sentinel the old master's acknowledged sales
+# (sentinel-partition): here nothing is lost.
+# Reported: the checker's verdict on both histories; acknowledged sales lost (200s beyond
+# what ZooKeeper says was sold); units sold twice; A's 200s during the cut, and those more
+# than a session into it; B's first sale after the cut; the longest time with no sale; A's
+# first sale after the heal; answers by status.
+# Verdict: the flaw when an acknowledged sale was lost, a unit sold twice, the history
+# impossible, or A sold more than a session into the cut.
+# (now_ms, sale_load_summary: deploy/lib.sh's; mono_now_ns, history_report, history_check,
+# history_answers: lib.sh's.)
+
+defaults_zk_partition="wait=3000 stock=1000000 hosts=3 zk_session=4000"
+
+ZK_MINORITY="h1" ZK_MAJORITY="h2 h3"
+
+# zk_partition_stack RUN ITEM STOCK [INSTANCE_ARG...]: the layout above in the run
+# directory RUN, ITEM's stock set to STOCK in the ensemble; INSTANCE_ARGs (instance_flags)
+# go to both instances.
+zk_partition_stack() {
+    local run=$1 item=$2 stock=$3 h id=1; shift 3
+    hosts_stack_up "$run" 3 "" || { SCN_OBSERVED="deploy/hosts up 3 failed"; return 1; }
+    ZK_ON_HOSTS="h1 h2 h3"
+    for h in $ZK_ON_HOSTS; do host_zookeeper "$h" "$id" 3; id=$((id + 1)); done
+    wait_until 40 "" zk_hosts_quorum ||
+        { SCN_OBSERVED="the three ZooKeeper servers did not elect a leader"; return 1; }
+    for h in h1 h2; do
+        host_instance "$h" --zk-session-ms "${ZK_SESSION:-4000}" "$@" ||
+            { SCN_OBSERVED="instance $h did not start: $(tail -n 2 "$STACK_DIR/instance-$h.log")"; return 1; }
+    done
+    zk_admin --set-stock "$stock" --item "$item" > /dev/null ||
+        { SCN_OBSERVED="the stock could not be set in ZooKeeper"; return 1; }
+}
+
+# zk_side_sales HISTORY FROM_NS TO_NS: the 200s of HISTORY answered between FROM_NS and TO_NS.
+zk_side_sales() {
+    jq -s --argjson a "$2" --argjson b "$3" \
+        '[.[] | select(.status == 200 and .end_ns >= $a and .end_ns < $b)] | length' "$1"
+}
+
+scenario_zk_partition() {
+    local "$@"
+    local cut_s=${secs:-10} before_s=3 after_s=6 hist=$dir/history.jsonl session=${ZK_SESSION:-4000}
+    local cut_ns heal_ns final verdict lost svc during late first_b first_a why
+    [ -x "$BUILD_DIR/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
+    why=$(zk_check) || { SCN_OBSERVED="no ZooKeeper here: $why"; return 1; }
+    mapfile -t svc < <(instance_flags "$@")
+    zk_partition_stack "$stack" "$item" "$stock" "${svc[@]}" || return 1
+    mono_start
+    host_load "$dir" "$item" h1 $(( before_s + cut_s + after_s )) 8 A
+    host_load "$dir" "$item" h2 $(( before_s + cut_s + after_s )) 8 B
+    sleep "$before_s"
+    cut_ns=$(mono_now_ns)
+    hosts_cut "$ZK_MINORITY" "$ZK_MAJORITY"
+    sleep_until $(( cut_ns + cut_s * 1000000000 ))
+    hosts_heal
+    heal_ns=$(mono_now_ns)
+    bg_wait
+    loads_done "$dir" A B || return 1
+    final=$(stock_left "$item") || { SCN_OBSERVED="ZooKeeper did not answer for $item after the heal"; return 1; }
+    verdict=$(history_check "$hist" "$stock" "$final") ||
+        { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
+    set -- $(history_report "$hist" "$cut_ns")   # sales gap_ms gap_from_ms first_after_cut_ms sold_twice
+    lost=$(acked_lost "$stock" "$1" "$final")
+    during=$(zk_side_sales "$dir/history-A.jsonl" "$cut_ns" "$heal_ns")
+    late=$(zk_side_sales "$dir/history-A.jsonl" $(( cut_ns + session * 1000000 )) "$heal_ns")
+    first_b=$(first_sale_after "$dir/history-B.jsonl" "$cut_ns" answered)
+    first_a=$(first_sale_after "$dir/history-A.jsonl" "$heal_ns")
+    SCN_FLAW=0
+    [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] && [ "$late" = 0 ] || SCN_FLAW=1
+    SCN_OBSERVED="cut {h1}|{h2,h3} for ${cut_s} s, sessions of $session ms: A sold $during during the cut ($late of them more than a session into it), B's first sale $first_b ms after the cut, A's first $first_a ms after the heal; history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the cut); answers $(history_answers "$dir/history-A.jsonl" "$dir/history-B.jsonl")"
+}
