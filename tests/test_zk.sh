@@ -203,6 +203,16 @@ check "  5 nested sales: 5 sold, none timed out; the history possible" \
     grep -q "5 nested sales: 5 sold, 0 lock_timeout; history possible" <<< "$(field observed)"
 check_eq "  no flaw, 5 sold" "false 5" "$(field flaw) $(field sold)"
 
+# --- fairness: one client on instance 1, 49 on instance 2: each its fiftieth -----------------
+zrun fairness --lock v11 --item zfair --scenario fairness -d 3
+check_eq "v11 fairness: done" 0 "$?"
+check "  Jain's index over the 50 clients at least 0.9 ($(field observed | sed -n 's/.*Jain \([0-9.]*\).*/\1/p'))" \
+    jq -e '.jain >= 0.9' "$T_TMP/fairness/scenario/fairness.json"
+lone=$(field observed | sed -n 's/.*instance 1 got \([0-9]*\) of \([0-9]*\) sales.*/\1 \2/p')
+check "  the lone client of instance 1 got about its fiftieth (${lone% *} of ${lone#* }), not half" \
+    awk -v a="${lone% *}" -v n="${lone#* }" 'BEGIN { exit !(n > 0 && a * 50 >= n / 2 && a * 50 <= n * 2) }'
+check_eq "  no flaw; the invariant holds" "false true" "$(field flaw) $(field invariant_ok)"
+
 # --- the leader killed -9 mid-load ---------------------------------------------------------
 zrun leader --lock v11 --item zleader --scenario zk-leader-kill -d 8
 check_eq "v11 zk-leader-kill: done" 0 "$?"
