@@ -339,6 +339,19 @@ const char *lock_grant_guard(const struct lock_client *lc, const struct lock_gra
     return lc->ops->guard ? lc->ops->guard(g) : NULL;
 }
 
+const char *lock_grant_guard_release(const struct lock_client *lc, const struct lock_grant *g)
+{
+    return lc->ops->forget && g->depth == 1 ? lock_grant_guard(lc, g) : NULL;
+}
+
+int lock_release_done(struct lock_client *lc, struct lock_grant *g)
+{
+    renewals_stop(lc, g);
+    lc->ops->forget(lc, g);
+    grant_over(lc, g, 0, FAULT_NONE);
+    return LOCK_OK;
+}
+
 int lock_grant_is_wanted(struct lock_client *lc, const struct lock_grant *g)
 {
     return lock_wait_is_wanted(lc, g);

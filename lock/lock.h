@@ -161,6 +161,10 @@ struct lock_ops {
      * the data share a store (v11: the holder's node, checked in the write's multi);
      * NULL for the others. */
     const char *(*guard)(const struct lock_grant *g);
+    /* Optional, with guard: the store's write deleted g's guard, its last hold given back
+     * with the write (v11: the holder's node deleted in the sale's multi): g forgotten,
+     * no command sent. */
+    void (*forget)(struct lock_client *lc, struct lock_grant *g);
 };
 
 /* A running version. Created once per process; shared by all threads. */
@@ -236,6 +240,14 @@ const char *lock_fence_key(char (*buf)[LOCK_KEY_MAX], const char *item);
 /* What a write must find still there to be fenced by g (the version's guard; NULL when
  * it has none): the holder's node of v11, that the sale's multi checks. */
 const char *lock_grant_guard(const struct lock_client *lc, const struct lock_grant *g);
+/* The guard a write may delete instead, to give g back in the same step: g's guard when
+ * the version can forget a grant so given back and g is the last hold (its depth 1: a
+ * nested grant is given back before the one it is nested in); else NULL, and g's release
+ * goes alone. */
+const char *lock_grant_guard_release(const struct lock_client *lc, const struct lock_grant *g);
+/* g was given back by a write that deleted its guard (lock_grant_guard_release's): what
+ * lock_release does in this process, no command sent. LOCK_OK. */
+int lock_release_done(struct lock_client *lc, struct lock_grant *g);
 
 /* 1 when a waiter in another process has asked for the lock since g was granted (it
  * was refused and said so on the lock's channel; notify only, else always 0). A holder

@@ -487,6 +487,22 @@ static int v11_release(struct lock_client *lc, struct lock_grant *g, struct lock
     return st;
 }
 
+/* The sale's multi deleted g's node (its last hold): forgotten. */
+static void v11_forget(struct lock_client *lc, struct lock_grant *g)
+{
+    struct v11 *v = lc->store_state;
+    struct node *h = g->priv, **p;
+
+    pthread_mutex_lock(&v->mu);
+    for (p = &v->held; *p && *p != h; p = &(*p)->next)
+        ;
+    if (*p)
+        *p = h->next;
+    pthread_mutex_unlock(&v->mu);
+    g->priv = NULL;
+    free(h);
+}
+
 static int v11_lost(struct lock_client *lc, const struct lock_grant *g)
 {
     struct v11 *v = lc->store_state;
@@ -558,4 +574,5 @@ const struct lock_ops lock_v11 = {
     .wait = LOCK_WAIT_LOCAL,
     .lost = v11_lost,
     .guard = v11_guard,
+    .forget = v11_forget,
 };

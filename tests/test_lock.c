@@ -139,8 +139,11 @@ static void test_registry(void)
     int n = 0;
     for (const struct lock_ops *const *v = lock_versions(); *v; v++)
         n += (*v)->title != NULL && (*v)->flaw != NULL && (*v)->try_acquire && (*v)->release;
-    /* v1-v8 and none; the atomic baseline is the service's (it takes no lock). */
-    test_cond("registry lists eleven locks with title, flaw and a store", n == 11);
+    /* v1-v11 and none; the atomic baseline is the service's (it takes no lock). */
+    test_cond("registry lists twelve locks with title, flaw and a store", n == 12);
+    test_cond("registry: v11 (zookeeper) guards the write with its node, and can be given back by it",
+              lock_find("zookeeper") == lock_find("v11") && lock_find("v11")->guard &&
+              lock_find("v11")->forget && lock_find("v11")->lost && !lock_find("v11")->keepalive);
     test_cond("registry: v8 waits by notify and keeps its lease alive",
               lock_find("v8")->wait == LOCK_WAIT_NOTIFY && lock_find("v8")->keepalive);
     test_cond("registry: v3-v7 poll, as the seeds do",

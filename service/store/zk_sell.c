@@ -3,8 +3,10 @@
  * stock and sold at the versions it read, and creates each sale's ledger entry; all of it
  * commits or none does. A holder whose node (whose session) is gone cannot write: its
  * sales answer lease_lost, the guard named. A version that moved (ZBADVERSION) means read
- * again and retry. The atomic sale is the same multi without the check: ZooKeeper's
- * compare-and-set, no lock, retried.
+ * again and retry. The last batch of a grant gives the lock back in the same multi: it
+ * deletes the holder's node instead of checking it (a delete of a node that is gone fails
+ * as the check does), one write less on the lock's path. The atomic sale is the same
+ * multi without the check: ZooKeeper's compare-and-set, no lock, retried.
  *
  * A multi whose answer was lost is settled, not guessed: the first entry's path is created
  * as a tombstone. ZNODEEXISTS means the multi committed (its sales are sold); a tombstone
@@ -102,10 +104,10 @@ static void op(struct multi *m, enum zk_op_kind kind, const char *path, const ch
 }
 
 /* The multi of k of the n sales rqs, from r (stock, sold, versions), under guard (NULL:
- * none, the atomic sale): check, stock, sold, an entry per sale sold (a keyed sale's even
- * when it is sold out: its answer is kept). */
+ * none, the atomic sale): check (or, with release, delete) the guard, stock, sold, an
+ * entry per sale sold (a keyed sale's even when it is sold out: its answer is kept). */
 static void multi_build(struct multi *m, struct zk_store *zs, const struct read_state *r,
-                        const char *guard, long long k, long long token,
+                        const char *guard, int release, long long k, long long token,
                         struct sale_request **rqs, int n)
 {
     char bucket[ZK_PATH_MAX];
@@ -114,7 +116,7 @@ static void multi_build(struct multi *m, struct zk_store *zs, const struct read_
     m->n = 0;
     m->first_entry = -1;
     if (guard)
-        op(m, ZK_OP_CHECK, guard, NULL, -1);
+        op(m, release ? ZK_OP_DELETE : ZK_OP_CHECK, guard, NULL, -1);
     snprintf(m->stock, sizeof(m->stock), "%lld", r->stock - k);
     snprintf(m->sold, sizeof(m->sold), "%lld", r->sold + k);
     op(m, ZK_OP_SET, zs_path(&m->paths[0], ZS_STOCK, r->item), m->stock, r->stock_v);
@@ -203,8 +205,8 @@ enum ran {
 /* What a multi's refusal means: which operation refused, and how. */
 static enum ran refused(const struct multi *m, int failed, const struct zk_error *err, int guarded)
 {
-    if (m->ops[failed].kind == ZK_OP_CHECK)
-        return RAN_GUARD;
+    if (m->ops[failed].kind == ZK_OP_CHECK || (guarded && failed == 0))
+        return RAN_GUARD;   /* the guard's check, or its delete: the node is gone */
     if (err->fault == ZK_E_VERSION || (m->ops[failed].kind == ZK_OP_CREATE && failed == (guarded ? 2 : 1)))
         return RAN_VERSION;   /* a version moved, or sold appeared since it was read */
     if (err->fault == ZK_E_EXISTS && m->first_entry >= 0 && m->ops[failed].path == m->entries[0])
@@ -323,11 +325,18 @@ static int ran_answer(struct zk_store *zs, enum ran ran, const struct multi *m, 
 }
 
 /* Writes b: the multi under its grant's guard, run again on a version that moved (after
- * reading again: what the stock no longer covers is sold out). STORE_KEPT when written. */
+ * reading again: what the stock no longer covers is sold out). STORE_KEPT when written;
+ * *gone set when the multi also deleted the guard (release asked, and the lock lets the
+ * write give g back). */
 static int write_batch(struct zk_store *zs, struct lock_client *lc, struct store_batch *b,
-                       struct multi *m)
+                       struct multi *m, int release, int *gone)
 {
-    const char *guard = lock_grant_guard(lc, b->g);
+    const char *guard = release ? lock_grant_guard_release(lc, b->g) : NULL;
+
+    release = guard != NULL;
+    if (guard == NULL)
+        guard = lock_grant_guard(lc, b->g);
+    *gone = 0;
     struct zk_error err = { 0 };
     enum ran ran = RAN_VERSION;
 
@@ -344,7 +353,7 @@ static int write_batch(struct zk_store *zs, struct lock_client *lc, struct store
             if (b->k == 0 && !b->rqs[0]->idem_key)
                 return STORE_KEPT;   /* sold out meanwhile: nothing to write */
         }
-        multi_build(m, zs, &seen, guard, b->k, b->g->token, b->rqs, b->n);
+        multi_build(m, zs, &seen, guard, release, b->k, b->g->token, b->rqs, b->n);
         ran = multi_run(zs, m, guard != NULL, &err);
     }
     if (ran == RAN_NOT_SOLD && guard != NULL && lock_grant_is_lost(lc, b->g)) {
@@ -359,6 +368,7 @@ static int write_batch(struct zk_store *zs, struct lock_client *lc, struct store
     seen.stock -= b->k, seen.sold += b->k;
     seen.stock_v++, seen.sold_v++;   /* a created sold node is at version 0 */
     b->stock = seen.stock;
+    *gone = release;
     return STORE_KEPT;
 }
 
@@ -367,17 +377,17 @@ enum store_sold zs_sell(struct store *s, struct lock_client *lc, struct store_ba
 {
     struct zk_store *zs = zk_of(s);
     struct multi *m = b->write ? malloc(sizeof(*m)) : NULL;
-    int wrote = b->write ? STORE_FAILED : STORE_KEPT;
+    int wrote = b->write ? STORE_FAILED : STORE_KEPT, gone = 0;
     struct error err = { 0 };
 
     if (b->write && m == NULL)
         sale_set_all(b->rqs, b->n, SALE_ERROR, "out of memory");
-    else if (b->write)
-        wrote = write_batch(zs, lc, b, m);
+    else if (b->write)   /* (a teaching pause sits in the release: that one goes alone) */
+        wrote = write_batch(zs, lc, b, m, release && b->pause == NULL, &gone);
     free(m);
     if (!release)
         return (enum store_sold)wrote;
-    *released = lock_release(lc, b->g, NULL, b->pause, &err);
+    *released = gone ? lock_release_done(lc, b->g) : lock_release(lc, b->g, NULL, b->pause, &err);
     if (*released == LOCK_EXPIRED || *released == LOCK_STOLEN)
         for (int i = 0; i < b->n; i++)
             b->rqs[i]->out.lease_lost = 1;
@@ -402,7 +412,7 @@ static void sell_group(struct zk_store *zs, struct multi *m, struct store_group 
         fewer(gr->rqs, gr->n, k, r.stock);
         if (k == 0 && !gr->rqs[0]->idem_key)
             return;   /* sold out: nothing to write */
-        multi_build(m, zs, &r, NULL, k, 0, gr->rqs, gr->n);
+        multi_build(m, zs, &r, NULL, 0, k, 0, gr->rqs, gr->n);
         ran = multi_run(zs, m, 0, &err);
     }
     if (ran != RAN_COMMITTED)
