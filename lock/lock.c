@@ -344,10 +344,10 @@ const char *lock_grant_guard_release(const struct lock_client *lc, const struct 
     return lc->ops->forget && g->depth == 1 ? lock_grant_guard(lc, g) : NULL;
 }
 
-int lock_release_done(struct lock_client *lc, struct lock_grant *g)
+int lock_release_done(struct lock_client *lc, struct lock_grant *g, int sure)
 {
     renewals_stop(lc, g);
-    lc->ops->forget(lc, g);
+    lc->ops->forget(lc, g, sure);
     grant_over(lc, g, 0, FAULT_NONE);
     return LOCK_OK;
 }

@@ -162,9 +162,10 @@ struct lock_ops {
      * NULL for the others. */
     const char *(*guard)(const struct lock_grant *g);
     /* Optional, with guard: the store's write deleted g's guard, its last hold given back
-     * with the write (v11: the holder's node deleted in the sale's multi): g forgotten,
-     * no command sent. */
-    void (*forget)(struct lock_client *lc, struct lock_grant *g);
+     * with the write (v11: the holder's node deleted in the sale's multi), or may have
+     * (sure 0: the write's answer was lost): g forgotten; a guard that may still be there
+     * is deleted in the background. */
+    void (*forget)(struct lock_client *lc, struct lock_grant *g, int sure);
 };
 
 /* A running version. Created once per process; shared by all threads. */
@@ -245,9 +246,11 @@ const char *lock_grant_guard(const struct lock_client *lc, const struct lock_gra
  * nested grant is given back before the one it is nested in); else NULL, and g's release
  * goes alone. */
 const char *lock_grant_guard_release(const struct lock_client *lc, const struct lock_grant *g);
-/* g was given back by a write that deleted its guard (lock_grant_guard_release's): what
- * lock_release does in this process, no command sent. LOCK_OK. */
-int lock_release_done(struct lock_client *lc, struct lock_grant *g);
+/* g was given back by a write that deleted its guard (lock_grant_guard_release's), or
+ * may have been (sure 0: the write's answer was lost and could not be settled; the
+ * version deletes the guard in the background if it is still there): what lock_release
+ * does in this process. LOCK_OK. */
+int lock_release_done(struct lock_client *lc, struct lock_grant *g, int sure);
 
 /* 1 when a waiter in another process has asked for the lock since g was granted (it
  * was refused and said so on the lock's channel; notify only, else always 0). A holder

@@ -38,7 +38,7 @@ struct node {
     long long seq;                /* its sequence number: the grant's token */
     int holds;                    /* grants on it not yet released (held list only) */
     char uuid[UUID_LEN + 1];      /* doomed by uuid (path: the lock path): not yet found */
-    long long since_ms;           /* doomed by uuid: when */
+    long long since_ms;           /* doomed by uuid: since when looks miss it (0: none yet) */
     struct node *next;
 };
 
@@ -124,7 +124,7 @@ static void doom_uuid(struct v11 *v, const char *parent, const char *uuid, long 
     snprintf(d->path, sizeof(d->path), "%s", parent);
     snprintf(d->uuid, sizeof(d->uuid), "%s", uuid);
     d->session = session;
-    d->since_ms = clock_now_ms();
+    d->since_ms = 0;   /* set by the first look that misses it */
     pthread_mutex_lock(&v->mu);
     d->next = v->doomed;
     v->doomed = d;
@@ -147,6 +147,8 @@ static int delete_one(struct v11 *v, struct zk_session *s, struct node *d)
         return zk_delete(s, d->path, -1, &err) == ZK_OK || err.fault == ZK_E_NONODE;
     if ((st = node_find(v, s, d->path, d->uuid, &found)) < 0)
         return 0;
+    if (st == 0 && d->since_ms == 0)
+        d->since_ms = clock_now_ms();
     if (st == 0)
         return clock_now_ms() - d->since_ms >= LATE_MS;
     if (zk_delete(s, found.path, -1, &err) != ZK_OK && err.fault != ZK_E_NONODE)
@@ -468,7 +470,11 @@ static int v11_release(struct lock_client *lc, struct lock_grant *g, struct lock
     pthread_mutex_unlock(&v->mu);
     g->priv = NULL;
     if (zk_session_lost(v->zk, h->session)) {
-        st = LOCK_NOT_OWNER;   /* the session's end took the node */
+        /* The lease is over for us; the node went with the session, unless the session
+         * was only long unanswered (a guess): then it is deleted once it answers. */
+        if (!zk_session_ended(v->zk, h->session))
+            doom(v, h->path, h->session);
+        st = LOCK_NOT_OWNER;
     } else if (zk_enter(v->zk, &s, &why) != ZK_OK) {
         doom(v, h->path, h->session);   /* deleted once a session answers */
         st = LOCK_ERROR;
@@ -487,11 +493,16 @@ static int v11_release(struct lock_client *lc, struct lock_grant *g, struct lock
     return st;
 }
 
-/* The sale's multi deleted g's node (its last hold): forgotten. */
-static void v11_forget(struct lock_client *lc, struct lock_grant *g)
+/* The sale's multi deleted g's node (its last hold), or may have (sure 0: its answer was
+ * lost, unsettled): forgotten; a node that may still be there is doomed (the retrier
+ * deletes it, or finds it gone). */
+static void v11_forget(struct lock_client *lc, struct lock_grant *g, int sure)
 {
     struct v11 *v = lc->store_state;
     struct node *h = g->priv, **p;
+
+    if (!sure)
+        doom(v, h->path, h->session);
 
     pthread_mutex_lock(&v->mu);
     for (p = &v->held; *p && *p != h; p = &(*p)->next)

@@ -114,4 +114,28 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 echo "       (200,000 lines in $ms ms)"
 check "200,000 lines in under 10 s" test "$ms" -lt 10000
 
+
+# --- loadtest/fairness: Jain's index, overtaking, a client never served ----------------------
+# Two clients: one sends at 0, 10, 20 and 30 ms, the other at 1, 11 and 21 ms; remaining
+# (the place in the lock's order, the higher the earlier) gives the sale sent at 30 ms the
+# first grant of all: it overtook the six sales sent 5 ms or more before it.
+fair_hist() {   # FILE CONN "START_MS END_MS REMAINING"...
+    local f=$1 c=$2; shift 2
+    printf '%s\n' "$@" | jq -c --argjson c "$c" -R 'split(" ") | map(tonumber)
+        | {status: 200, start_ns: (.[0] * 1000000), end_ns: (.[1] * 1000000), remaining: .[2], conn: $c}' > "$f"
+}
+fair_hist "$T_TMP/fa.jsonl" 0 "0 30 9" "10 60 6" "20 80 5" "30 35 10"
+fair_hist "$T_TMP/fb.jsonl" 0 "1 40 8" "11 50 7" "21 90 4"
+fair=$(loadtest/fairness "$T_TMP/fa.jsonl" "$T_TMP/fb.jsonl")
+check_eq "fairness: 2 clients, 7 sales, Jain 0.98 (4 and 3)" "2 7 0.98" \
+    "$(jq -r '"\(.clients) \(.sales) \(.jain)"' <<< "$fair")"
+check_eq "  6 of 18 pairs sent 5 ms apart granted in reverse; a sale overtaken by 1 at most" \
+    "6 18 1" "$(jq -r '"\(.inversions) \(.pairs_apart) \(.max_overtaken)"' <<< "$fair")"
+check_eq "  the longest wait 69 ms (sent at 21, answered at 90)" 69 "$(jq -r .longest_wait_ms <<< "$fair")"
+echo '{"status":0,"start_ns":1,"end_ns":2,"conn":0}' > "$T_TMP/fc.jsonl"
+check_eq "  a client never served counts, with no sale: 3 clients, Jain 0.6533, the fewest 0" \
+    "3 0.6533 0" "$(loadtest/fairness "$T_TMP/fa.jsonl" "$T_TMP/fb.jsonl" "$T_TMP/fc.jsonl" |
+                    jq -r '"\(.clients) \(.jain) \(.min_sales)"')"
+check_eq "  no history: exit 2" 2 "$(loadtest/fairness "$T_TMP/none.jsonl" >/dev/null 2>&1; echo $?)"
+
 t_report

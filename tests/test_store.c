@@ -17,6 +17,7 @@
 #include "common/clock.h"
 
 #include "service/config/config.h"
+#include "service/store/zk.h"
 #include "tests/test.h"
 
 /* The outcomes of sale.c's mark_sold: k of n sold from stock under g. */
@@ -265,6 +266,43 @@ static void test_watch(struct store *s)
     zk_leave(&z);
 }
 
+/* ZooKeeper: a keyed sale whose answer was lost and settled as never written left a
+ * tombstone at its entry; the same key sent again sells (the tombstone replaced in the
+ * multi), and once more replays that sale. */
+static void test_tombstone_retry(struct store *s)
+{
+    struct sale_request k = { .item = "st2", .idem_key = "k-tomb", .request_id = "t1" };
+    struct store_group one = { .rqs = { &k }, .n = 1 };
+    struct store_group *groups[] = { &one };
+    char path[ZK_PATH_MAX], bucket[ZK_PATH_MAX], text[64];
+    struct zk_session z;
+    struct zk_error why;
+    struct error err;
+    int len;
+
+    s->ops->set_stock(s, "st2", 4, &err);
+    zs_entry(&path, &bucket, "st2", "k-tomb", "t1", "x", 0);
+    if (zk_enter(s->zk, &z, &why) != ZK_OK) {
+        test_cond("a session for the tombstone checks", 0);
+        return;
+    }
+    zs_make_path(&z, bucket, &why);
+    test_cond("a tombstone at a keyed sale's entry (settled as never written)",
+              zk_create(&z, path, "tombstone", 9, ZK_PERSISTENT, NULL, &why) == ZK_OK);
+    s->ops->bind_key(s, &k);
+    s->ops->sell_atomic(s, groups, 1);
+    test_cond("the key sent again sells: 3 left, not an unreadable replay",
+              k.out.result == SALE_OK && !k.out.replayed && k.out.remaining == 3);
+    test_cond("  its entry now holds the sale's record, not the tombstone",
+              zk_get(&z, path, text, sizeof(text), &len, NULL, &why) == ZK_OK &&
+              strncmp(text, "200 3 ", 6) == 0);
+    memset(&k.out, 0, sizeof(k.out));
+    s->ops->sell_atomic(s, groups, 1);
+    test_cond("  and once more: replayed, nothing sold", k.out.result == SALE_OK &&
+              k.out.replayed && k.out.remaining == 3);
+    zk_leave(&z);
+}
+
 static void test_keys_and_atomic(struct store *s)
 {
     struct sale_request k1 = { .item = "st1", .idem_key = "k-1", .request_id = "a0" };
@@ -390,6 +428,7 @@ int main(int argc, char **argv)
     test_fence(svc_store, fence);
     if (svc_store->zk) {
         test_watch(svc_store);
+        test_tombstone_retry(svc_store);
         test_expiry(svc_store, sale);
     }
     test_keys_and_atomic(svc_store);

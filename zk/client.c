@@ -228,6 +228,14 @@ int zk_session_lost_locked(struct zk_client *zc, long long id)
            (h->down_since_ms != 0 && clock_now_ms() - h->down_since_ms >= zc->session_ms);
 }
 
+int zk_session_ended(struct zk_client *zc, long long id)
+{
+    pthread_mutex_lock(&zc->mu);
+    int ended = zc->cur == NULL || zc->cur->id != id || zc->cur->expired;
+    pthread_mutex_unlock(&zc->mu);
+    return ended;
+}
+
 int zk_session_lost(struct zk_client *zc, long long id)
 {
     pthread_mutex_lock(&zc->mu);

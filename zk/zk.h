@@ -101,6 +101,9 @@ void zk_leave(struct zk_session *s);
  * from every server for a whole session timeout (the ensemble has expired it, or will
  * before anything of its could be written). */
 int zk_session_lost(struct zk_client *zc, long long id);
+/* 1 when the session numbered id is certainly over: the ensemble expired it, or a new
+ * session replaced it (zk_session_lost's guess, a session long unanswered, is not). */
+int zk_session_ended(struct zk_client *zc, long long id);
 
 /* --- requests on a session (synchronous; each may block up to the session timeout) --- */
 

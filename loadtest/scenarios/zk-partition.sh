@@ -76,6 +76,7 @@ scenario_zk_partition() {
     verdict=$(history_check "$hist" "$stock" "$final") ||
         { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
     set -- $(history_report "$hist" "$cut_ns")   # sales gap_ms gap_from_ms first_after_cut_ms sold_twice
+    [ $# = 5 ] || { SCN_OBSERVED="the history could not be summed up ($*)"; return 1; }
     lost=$(acked_lost "$stock" "$1" "$final")
     during=$(zk_side_sales "$dir/history-A.jsonl" "$cut_ns" "$heal_ns")
     late=$(zk_side_sales "$dir/history-A.jsonl" $(( cut_ns + session * 1000000 )) "$heal_ns")
@@ -84,4 +85,81 @@ scenario_zk_partition() {
     SCN_FLAW=0
     [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] && [ "$late" = 0 ] || SCN_FLAW=1
     SCN_OBSERVED="cut {h1}|{h2,h3} for ${cut_s} s, sessions of $session ms: A sold $during during the cut ($late of them more than a session into it), B's first sale $first_b ms after the cut, A's first $first_a ms after the heal; history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the cut); answers $(history_answers "$dir/history-A.jsonl" "$dir/history-B.jsonl")"
+}
+
+# --- a waiter that gives up during a cut ---------------------------------------------------
+# zk-partition-giveup: the same layout, sessions of 10 s, a lock wait of 1 s. B (h2) takes
+# the lock for a sale of 9 s of work; A's sale (h1) queues behind it (its node made); then
+# h1 is cut from h2 and h3 for 8 s. A's sale gives up after its 1 s (503 lock_timeout), but
+# its node's delete cannot reach the ensemble; the client gives the connection up after
+# two thirds of the session, and A's session outlives the cut. After the heal A's retrier
+# deletes the node; B's sale ends, and B's next sale is granted at once. Were the node
+# left, it would block the item for as long as A's session lives (v3's flaw again).
+# Reported: A's answer, B's held sale's, B's next sale's answer and time, and the lock's
+# children at the end. Verdict: the flaw when B's next sale is not granted within a
+# second (its wait limit), or a node is left under the lock.
+
+defaults_zk_partition_giveup="wait=1000 stock=1000 hosts=3 zk_session=10000"
+
+# host_sale H ITEM QUERY FILE: one sale of ITEM on H's instance, from H, QUERY added; its
+# body in FILE; prints the HTTP status (000: none).
+host_sale() {
+    local a; a=$(host_addr "$1")
+    in_host "$1" curl -s -m 30 -o "$4" -w '%{http_code}' \
+        "http://$a:$H_INSTANCE_PORT/inventory/sale?item=$2${3:+&$3}" || true
+}
+# host_grants H: the locks H's instance was granted.
+host_grants() {
+    local a; a=$(host_addr "$1")
+    in_host "$1" curl -s -m 2 "http://$a:$H_INSTANCE_PORT/metrics" |
+        awk '$1 == "inventory_lock_acquisitions_total" { print $2 }'
+}
+# host_granted_more H N: H's instance was granted more than N locks.
+host_granted_more() { local n; n=$(host_grants "$1"); [ "${n:-0}" -gt "$2" ]; }
+# lock_children ITEM: how many nodes ITEM's lock path holds (0 when it is gone), read from
+# h3 with kazoo (an independent client; the service has no command that lists them).
+lock_children() {
+    HOSTS_VIA=h3 in_net /usr/bin/python3 - "$ZK_CONNECT" "$1" <<'PY'
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=10)
+p = "/inventory/%s/lock" % sys.argv[2]
+print(len(zk.get_children(p)) if zk.exists(p) else 0)
+zk.stop()
+PY
+}
+
+# lock_has ITEM N: ITEM's lock path holds N nodes or more.
+lock_has() { local n; n=$(lock_children "$1"); [ "${n:-0}" -ge "$2" ]; }
+
+scenario_zk_partition_giveup() {
+    local "$@"
+    local svc b0 t_b a_code b_code next_code t0 next_ms left why
+    why=$(zk_check) || { SCN_OBSERVED="no ZooKeeper here: $why"; return 1; }
+    /usr/bin/python3 -c 'import kazoo' 2>/dev/null ||
+        { SCN_OBSERVED="python3-kazoo is missing (make deps): it lists the lock's nodes"; return 1; }
+    mapfile -t svc < <(instance_flags "$@")
+    zk_partition_stack "$stack" "$item" "$stock" "${svc[@]}" || return 1
+    b0=$(host_grants h2)
+    host_sale h2 "$item" work_ms=9000 "$dir/held.body" > "$dir/held.code" &
+    t_b=$!
+    wait_until 5 "" host_granted_more h2 "${b0:-0}" ||
+        { SCN_OBSERVED="B's long sale never took the lock"; return 1; }
+    host_sale h1 "$item" "" "$dir/gaveup.body" > "$dir/gaveup.code" &
+    local t_a=$!
+    wait_until 5 "" lock_has "$item" 2 ||   # A's node made, behind B's
+        { SCN_OBSERVED="A's sale made no node behind B's"; return 1; }
+    hosts_cut "$ZK_MINORITY" "$ZK_MAJORITY"
+    sleep 8
+    hosts_heal
+    wait "$t_a"; wait "$t_b"
+    a_code=$(cat "$dir/gaveup.code") b_code=$(cat "$dir/held.code")
+    t0=$(date +%s%N)
+    next_code=$(host_sale h2 "$item" "" "$dir/next.body")
+    next_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    left=$(lock_children "$item") || left="?"
+    echo "$a_code $b_code $next_code" | tr ' ' '\n' >> "$dir/codes"
+    SCN_FLAW=0
+    [ "$next_code" = 200 ] && [ "$next_ms" -lt 1000 ] && [ "$left" = 0 ] || SCN_FLAW=1
+    SCN_OBSERVED="A's sale behind B's gave up during an 8 s cut of h1: $a_code $(jq -r '.error // "sold"' "$dir/gaveup.body" 2>/dev/null); B's held sale (9 s of work): $b_code; after the heal B's next sale: $next_code in $next_ms ms; nodes left under the lock: $left"
 }

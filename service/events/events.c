@@ -1,8 +1,10 @@
 /* events.c - What the lock and the sale do, told to whoever watches (the live page).
  *
  * A thread that sells calls one function per event (event_acquired, event_sale, ...): the
- * event is one small JSON object built with jansson, appended to its item's buffer under
- * one mutex (nothing of the store on the sale's path). Every EVENTS_TICK_MS the publisher
+ * event is one small JSON object printed straight into a buffer (numbers, and the
+ * service's own names: nothing to escape, checked so; a tree of jansson objects per event
+ * cost four allocations and a dump, 1.2 us against 0.16, four times per sale), appended
+ * to its item's buffer under one mutex (nothing of the store on the sale's path). Every EVENTS_TICK_MS the publisher
  * thread takes the buffers and publishes one message per item through the store (Redis:
  * PUBLISH events:{I}, SPUBLISH on a cluster's node), every item of a server in one round
  * trip:
@@ -20,6 +22,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,7 +109,7 @@ static long long now_us(void)
 }
 
 /* The thread's lane, from an owner id "<instance id>:<thread number>": the number. */
-static json_int_t lane_of(const char *owner)
+static long long lane_of(const char *owner)
 {
     const char *colon = strrchr(owner, ':');
 
@@ -144,22 +147,36 @@ static void append(const char *item, const char *ev, size_t n)
     pthread_mutex_unlock(&mu);
 }
 
-/* One event of g's item: {"t","ev","th"} and members' (taken: freed here). */
-static void emit(const struct lock_grant *g, const char *what, json_t *members)
+/* name when it needs no escaping in JSON (letters, digits, ':', '-', '_', '.'), else "?":
+ * the events' strings are the service's own names. */
+static const char *plain(const char *name)
 {
-    json_t *ev = json_pack("{s:I, s:s, s:I}", "t", (json_int_t)now_us(), "ev", what, "th",
-                           lane_of(g->owner));
-    char text[EVENT_BYTES];
-    size_t n;
+    for (const char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == ':' || *c == '-' || *c == '_' || *c == '.'))
+            return "?";
+    return name;
+}
 
-    if (ev && members)
-        json_object_update(ev, members);
-    json_decref(members);
-    text[0] = ',';
-    n = ev ? json_dumpb(ev, text + 1, sizeof(text) - 1, JSON_COMPACT) : 0;
-    json_decref(ev);
-    if (n > 0 && n < sizeof(text) - 1)
-        append(g->item, text, n + 1);   /* else a bug's event, never a broken message */
+/* One event of g's item: {"t":..,"ev":what,"th":lane} and the members fmt prints (each
+ * after a comma: ",\"k\":v"), appended as one compact JSON object. */
+static void emit(const struct lock_grant *g, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void emit(const struct lock_grant *g, const char *what, const char *fmt, ...)
+{
+    char text[EVENT_BYTES];
+    va_list ap;
+    int n = snprintf(text, sizeof(text), ",{\"t\":%lld,\"ev\":\"%s\",\"th\":%lld", now_us(),
+                     plain(what), lane_of(g->owner));
+
+    va_start(ap, fmt);
+    if (n > 0 && n < (int)sizeof(text))
+        n += vsnprintf(text + n, sizeof(text) - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (n > 0 && n + 1 < (int)sizeof(text)) {
+        text[n++] = '}';
+        append(g->item, text, (size_t)n);   /* else a bug's event, never a broken message */
+    }
 }
 
 void event_acquired(const struct lock_grant *g)
@@ -170,54 +187,51 @@ void event_acquired(const struct lock_grant *g)
     if (!wanted(g->item))
         return;
     snprintf(owner, sizeof(owner), "%.8s%s", g->owner, lane ? lane : "");
-    emit(g, "acquired",
-         json_pack("{s:s, s:I, s:i, s:I, s:I}", "owner", owner, "token", (json_int_t)g->token,
-                   "depth", g->depth, "lease_ms",
-                   (json_int_t)(g->valid_until_ms ? g->valid_until_ms - clock_now_ms() : 0),
-                   "waited_ms", (json_int_t)g->waited_ms));
+    emit(g, "acquired", ",\"owner\":\"%s\",\"token\":%lld,\"depth\":%d,\"lease_ms\":%lld,\"waited_ms\":%lld",
+         plain(owner), g->token, g->depth,
+         g->valid_until_ms ? g->valid_until_ms - clock_now_ms() : 0, (long long)g->waited_ms);
 }
 
 void event_timeout(const struct lock_grant *g)
 {
     if (wanted(g->item))
-        emit(g, "timeout", json_pack("{s:I}", "waited_ms", (json_int_t)g->waited_ms));
+        emit(g, "timeout", ",\"waited_ms\":%lld", (long long)g->waited_ms);
 }
 
 void event_sale(const struct lock_grant *g, long long stock, int n, long long sold, int lost)
 {
     if (wanted(g->item))
-        emit(g, "sale", json_pack("{s:I, s:i, s:I, s:i}", "stock", (json_int_t)stock, "n", n,
-                                  "sold", (json_int_t)sold, "lost", lost));
+        emit(g, "sale", ",\"stock\":%lld,\"n\":%d,\"sold\":%lld,\"lost\":%d", stock, n, sold, lost);
 }
 
 void event_leave(const struct lock_grant *g)
 {
     if (wanted(g->item))
-        emit(g, "leave", NULL);
+        emit(g, "leave", "%s", "");
 }
 
 void event_released(const struct lock_grant *g, const char *how)
 {
     if (wanted(g->item))
-        emit(g, "released", json_pack("{s:s}", "result", how));
+        emit(g, "released", ",\"result\":\"%s\"", plain(how));
 }
 
 void event_fenced(const struct lock_grant *g)
 {
     if (wanted(g->item))
-        emit(g, "fenced", json_pack("{s:I}", "token", (json_int_t)g->token));
+        emit(g, "fenced", ",\"token\":%lld", g->token);
 }
 
 void event_refused(const struct lock_grant *g)
 {
     if (wanted(g->item))
-        emit(g, "refused", json_pack("{s:I}", "token", (json_int_t)g->token));
+        emit(g, "refused", ",\"token\":%lld", g->token);
 }
 
 void events_observe(const struct lock_grant *g, const char *what, long long lease_ms)
 {
     if (wanted(g->item))
-        emit(g, what, json_pack("{s:I}", "lease_ms", (json_int_t)lease_ms));
+        emit(g, what, ",\"lease_ms\":%lld", lease_ms);
 }
 
 /* Takes every item's events of this tick into msgs (at most max; the texts malloc'd);

@@ -167,7 +167,13 @@ static int bucket_count(struct zk_session *z, const char *bucket, const char *pr
         return err->fault == ZK_E_NONODE ? ZK_OK : ZK_FAIL;
     for (int i = 0; i < c.n; i++) {
         snprintf(path, sizeof(path), "%.*s/%.*s", ZK_PATH_MAX / 2, bucket, ZK_PATH_MAX / 2 - 2, c.names[i]);
-        if (zk_get(z, path, text, sizeof(text), &len, NULL, err) != ZK_OK || strcmp(text, "tombstone") == 0)
+        if (zk_get(z, path, text, sizeof(text), &len, NULL, err) != ZK_OK) {
+            if (err->fault == ZK_E_NONODE)
+                continue;   /* emptied meanwhile (deploy/stock) */
+            zk_children_free(&c);
+            return ZK_FAIL;   /* unread: a count short of it would be a false answer */
+        }
+        if (strcmp(text, "tombstone") == 0)
             continue;
         (*entries)++;
         if (prefix && strncmp(c.names[i], prefix, strlen(prefix)) == 0)

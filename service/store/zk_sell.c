@@ -90,6 +90,7 @@ struct multi {
     struct zk_op ops[ZK_MULTI_MAX];
     int n;
     int first_entry;              /* index of the first create (-1: none) */
+    int tomb_v;                   /* a keyed entry's tombstone to replace: its version (-1: none) */
     char stock[NUMBER_MAX], sold[NUMBER_MAX];
     char paths[3][ZK_PATH_MAX];
     char entries[SALE_BATCH_MAX][ZK_PATH_MAX];
@@ -130,17 +131,46 @@ static void multi_build(struct multi *m, struct zk_store *zs, const struct read_
                  rqs[i]->request_id ? rqs[i]->request_id : "-");
         zs_entry(&m->entries[i], &bucket, r->item, rqs[i]->idem_key, rqs[i]->request_id ? rqs[i]->request_id : "",
                  zs->instance_id, atomic_fetch_add(&zs->entries, 1));
+        /* A keyed sale settled as never written left a tombstone at its entry: replaced in
+         * the same multi, so the path is never empty (the lost multi can still not land). */
+        if (i == 0 && keyed && m->tomb_v >= 0)
+            op(m, ZK_OP_DELETE, m->entries[0], NULL, m->tomb_v);
         if (m->first_entry < 0)
             m->first_entry = m->n;
         op(m, ZK_OP_CREATE, m->entries[i], m->answers[i], -1);
     }
 }
 
+/* What is at a ledger entry's path: 1 a tombstone (*version set), 0 a sale's record (text,
+ * size bytes), -1 nothing or no answer. */
+static int entry_read(struct zk_session *s, const char *path, char *text, int size, int *version)
+{
+    struct zk_error err;
+    int len;
+
+    if (zk_get(s, path, text, size, &len, version, &err) != ZK_OK)
+        return -1;
+    return strcmp(text, "tombstone") == 0;
+}
+
 /* A multi whose answer was lost, settled by the tombstone at its first entry's path:
- * 1 when it committed, 0 when it never will, -1 when nobody can say now. A session is
+ * 1 when it committed, 0 when it never will, 2 when another sale's record is there (the
+ * same key, sold elsewhere: its first answer stands), -1 when nobody can say now. A
+ * session is
  * waited for up to a session timeout and a second: the answer is often lost with the
  * session itself (a process paused past it), and a new one answers as soon as the client
  * hears that the old one expired. */
+/* What the entry at path, found there, says of a multi whose first entry's record is ours:
+ * 1 ours (it committed), 0 a tombstone (ours from an earlier try, or another's settling:
+ * it never committed), 2 another sale's record, -1 unread. */
+static int settled_by(struct zk_session *s, const char *path, const char *ours)
+{
+    char text[ANSWER_MAX];
+    int version, st = entry_read(s, path, text, sizeof(text), &version);
+
+    return st < 0 ? -1 : st == 1 ? 0 : strcmp(text, ours) == 0 ? 1 : 2;
+}
+
 static int settle(struct zk_store *zs, const struct multi *m)
 {
     long long until = clock_now_ms() + zk_session_ms(zs->base.zk) + 1000;
@@ -159,8 +189,8 @@ static int settle(struct zk_store *zs, const struct multi *m)
         }
         if (zk_create(&s, entry, "tombstone", 9, ZK_PERSISTENT, NULL, &err) == ZK_OK)
             committed = 0;
-        else if (err.fault == ZK_E_EXISTS)
-            committed = 1;
+        else if (err.fault == ZK_E_EXISTS)   /* ours, a tombstone, or another's record */
+            committed = settled_by(&s, entry, m->answers[0]);
         else if (err.fault == ZK_E_NONODE) {   /* its bucket not made yet: make it, again */
             snprintf(bucket, sizeof(bucket), "%.*s", (int)(strrchr(entry, '/') - entry), entry);
             hopeless = zs_make_path(&s, bucket, &err) != ZK_OK && err.fault != ZK_E_LOST &&
@@ -171,8 +201,8 @@ static int settle(struct zk_store *zs, const struct multi *m)
             hopeless = 1;
         zk_leave(&s);
     }
-    atomic_fetch_add(committed == 1 ? &zs->settled_sold : committed == 0 ? &zs->settled_unsold
-                                                                      : &zs->unsettled, 1);
+    atomic_fetch_add(committed == 1 ? &zs->settled_sold : committed < 0 ? &zs->unsettled
+                                                                     : &zs->settled_unsold, 1);
     return committed;
 }
 
@@ -207,6 +237,8 @@ static enum ran refused(const struct multi *m, int failed, const struct zk_error
 {
     if (m->ops[failed].kind == ZK_OP_CHECK || (guarded && failed == 0))
         return RAN_GUARD;   /* the guard's check, or its delete: the node is gone */
+    if (m->ops[failed].kind == ZK_OP_DELETE)
+        return RAN_VERSION;   /* the tombstone it replaces moved: look again */
     if (err->fault == ZK_E_VERSION || (m->ops[failed].kind == ZK_OP_CREATE && failed == (guarded ? 2 : 1)))
         return RAN_VERSION;   /* a version moved, or sold appeared since it was read */
     if (err->fault == ZK_E_EXISTS && m->first_entry >= 0 && m->ops[failed].path == m->entries[0])
@@ -237,7 +269,7 @@ static enum ran multi_run(struct zk_store *zs, struct multi *m, int guarded, str
     if (err->fault != ZK_E_LOST)
         return RAN_ERROR;
     st = settle(zs, m);
-    return st == 1 ? RAN_COMMITTED : st == 0 ? RAN_NOT_SOLD : RAN_UNKNOWN;
+    return st == 1 ? RAN_COMMITTED : st == 0 ? RAN_NOT_SOLD : st == 2 ? RAN_REPLAY : RAN_UNKNOWN;
 }
 
 /* The first answer kept at a keyed sale's entry, as rq's outcome (replayed). */
@@ -324,28 +356,42 @@ static int ran_answer(struct zk_store *zs, enum ran ran, const struct multi *m, 
     }
 }
 
+/* 1 with *version set when a tombstone is at path (a keyed sale settled as never
+ * written), else 0. */
+static int tombstone_at(struct zk_store *zs, const char *path, int *version)
+{
+    struct zk_session s;
+    struct zk_error err;
+    char text[ANSWER_MAX];
+    int st = 0;
+
+    if (zk_enter(zs->base.zk, &s, &err) == ZK_OK) {
+        st = entry_read(&s, path, text, sizeof(text), version) == 1;
+        zk_leave(&s);
+    }
+    return st;
+}
+
 /* Writes b: the multi under its grant's guard, run again on a version that moved (after
  * reading again: what the stock no longer covers is sold out). STORE_KEPT when written;
- * *gone set when the multi also deleted the guard (release asked, and the lock lets the
- * write give g back). */
+ * *gone 1 when the multi also deleted the guard (release asked, and the lock lets the
+ * write give g back), 2 when it may have (its answer lost, unsettled). */
 static int write_batch(struct zk_store *zs, struct lock_client *lc, struct store_batch *b,
                        struct multi *m, int release, int *gone)
 {
     const char *guard = release ? lock_grant_guard_release(lc, b->g) : NULL;
-
-    release = guard != NULL;
-    if (guard == NULL)
-        guard = lock_grant_guard(lc, b->g);
-    *gone = 0;
+    int fresh = seen.token == b->g->token && strcmp(seen.item, b->g->item) == 0;
     struct zk_error err = { 0 };
     enum ran ran = RAN_VERSION;
 
-    if ((seen.token != b->g->token || strcmp(seen.item, b->g->item) != 0) &&
-        read_again(zs, &seen, b->g->item, b->rqs, b->n) != 0)
-        return STORE_FAILED;
+    release = guard != NULL;
+    guard = guard ? guard : lock_grant_guard(lc, b->g);
+    *gone = 0;
+    m->tomb_v = -1;
     for (int tries = 0; tries < TRIES && ran == RAN_VERSION; tries++) {
-        if (tries > 0) {
-            atomic_fetch_add(&zs->retries, 1);
+        if (tries > 0 || !fresh) {   /* a version moved, or the thread's read is another grant's */
+            if (tries > 0)
+                atomic_fetch_add(&zs->retries, 1);
             if (read_again(zs, &seen, b->g->item, b->rqs, b->n) != 0)
                 return STORE_FAILED;
             if (seen.stock < b->k)
@@ -355,6 +401,8 @@ static int write_batch(struct zk_store *zs, struct lock_client *lc, struct store
         }
         multi_build(m, zs, &seen, guard, release, b->k, b->g->token, b->rqs, b->n);
         ran = multi_run(zs, m, guard != NULL, &err);
+        if (ran == RAN_REPLAY && tombstone_at(zs, m->entries[0], &m->tomb_v))
+            ran = RAN_VERSION;   /* settled as never written: sold now, the tombstone replaced */
     }
     if (ran == RAN_NOT_SOLD && guard != NULL && lock_grant_is_lost(lc, b->g)) {
         /* The answer was lost with the session that held the lock: nothing was written,
@@ -363,6 +411,8 @@ static int write_batch(struct zk_store *zs, struct lock_client *lc, struct store
                      "session ended (its node with it); settled: nothing was written");
         return STORE_FAILED;
     }
+    if (ran == RAN_UNKNOWN && release)
+        *gone = 2;
     if (ran != RAN_COMMITTED)
         return ran_answer(zs, ran, m, guard, &err, b->rqs, b->n);
     seen.stock -= b->k, seen.sold += b->k;
@@ -372,6 +422,8 @@ static int write_batch(struct zk_store *zs, struct lock_client *lc, struct store
     return STORE_KEPT;
 }
 
+/* Sells batch b under its grant (the store's sell): the multi, and with release the lock
+ * given back, in the multi when it can be (its last batch) or after it. */
 enum store_sold zs_sell(struct store *s, struct lock_client *lc, struct store_batch *b,
                         int release, int *released)
 {
@@ -387,7 +439,8 @@ enum store_sold zs_sell(struct store *s, struct lock_client *lc, struct store_ba
     free(m);
     if (!release)
         return (enum store_sold)wrote;
-    *released = gone ? lock_release_done(lc, b->g) : lock_release(lc, b->g, NULL, b->pause, &err);
+    *released = gone ? lock_release_done(lc, b->g, gone == 1)
+                     : lock_release(lc, b->g, NULL, b->pause, &err);
     if (*released == LOCK_EXPIRED || *released == LOCK_STOLEN)
         for (int i = 0; i < b->n; i++)
             b->rqs[i]->out.lease_lost = 1;
@@ -403,6 +456,8 @@ static void sell_group(struct zk_store *zs, struct multi *m, struct store_group 
     enum ran ran = RAN_VERSION;
     long long k = 0;
 
+    m->tomb_v = -1;
+
     for (int tries = 0; tries < TRIES * 4 && ran == RAN_VERSION; tries++) {
         if (tries > 0)
             atomic_fetch_add(&zs->retries, 1);
@@ -414,6 +469,8 @@ static void sell_group(struct zk_store *zs, struct multi *m, struct store_group 
             return;   /* sold out: nothing to write */
         multi_build(m, zs, &r, NULL, 0, k, 0, gr->rqs, gr->n);
         ran = multi_run(zs, m, 0, &err);
+        if (ran == RAN_REPLAY && tombstone_at(zs, m->entries[0], &m->tomb_v))
+            ran = RAN_VERSION;   /* settled as never written: sold now, the tombstone replaced */
     }
     if (ran != RAN_COMMITTED)
         ran_answer(zs, ran, m, NULL, &err, gr->rqs, gr->n);
