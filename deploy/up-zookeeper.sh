@@ -6,8 +6,9 @@
 # deploy/lib.sh); functions only. They read ZK_CLIENT_PORTS, ZK_QUORUM_PORTS and
 # ZK_ELECTION_PORTS (a port each per server, in server order), ZK_BIND (or ZK_ADDRS: an
 # address each per server, for servers on test hosts), ZK_LAUNCH (an optional command
-# prefix: an array, e.g. deploy/hosts run H), RUN_DIR and ZK_START_WAIT_S; set ZK_CONNECT and ZK_PORTS, which stack.env records; add every server
-# they start to STARTED_PIDS (a test's cleanup stops them by pid); and exit through
+# prefix: an array, e.g. deploy/hosts run H), RUN_DIR and ZK_START_WAIT_S; set ZK_CONNECT
+# and ZK_PORTS, which stack.env records; add every server they start to STARTED_PIDS (a
+# test's cleanup stops them by pid); and exit through
 # deploy/lib.sh's die, or zk_fail with the servers' logs, when the ensemble does not come
 # up: deploy/up's rollback then stops what was started.
 

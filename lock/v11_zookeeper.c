@@ -17,8 +17,8 @@
  * instance lives. A create whose answer was lost is settled by finding its uuid among the
  * children once the session answers again; one that cannot be settled in time is doomed by
  * its uuid: the retrier looks for it (and deletes it) until a look has not found it for
- * LATE_MS, a create that reached a server just before the cut being applied late. Reentrant for one owner, as v7 is: a nested
- * grant counts up on the node it holds. */
+ * LATE_MS, a create that reached a server just before the cut being applied late.
+ * Reentrant for one owner, as v7 is: a nested grant counts up on the node it holds. */
 #include "lock/internal.h"
 
 #include <pthread.h>
@@ -415,6 +415,8 @@ static int contend(struct v11 *v, struct zk_session *s, struct lock_grant *g, lo
     return st;
 }
 
+/* One acquire, waiting up to wait_ms in ZooKeeper's queue: reentrant for an owner that
+ * holds the item; a session lost while it waits joins the queue again in a new one. */
 static int v11_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
                            struct lock_trip *trip, struct error *err)
 {
@@ -514,6 +516,7 @@ static void v11_forget(struct lock_client *lc, struct lock_grant *g, int sure)
     free(h);
 }
 
+/* 1 when g's node is over: its session lost (or g already given back). */
 static int v11_lost(struct lock_client *lc, const struct lock_grant *g)
 {
     struct v11 *v = lc->store_state;
@@ -522,6 +525,7 @@ static int v11_lost(struct lock_client *lc, const struct lock_grant *g)
     return h == NULL || zk_session_lost(v->zk, h->session);
 }
 
+/* g's node: what the sale's multi checks (or deletes, giving g back). */
 static const char *v11_guard(const struct lock_grant *g)
 {
     const struct node *h = g->priv;
@@ -529,6 +533,7 @@ static const char *v11_guard(const struct lock_grant *g)
     return h ? h->path : NULL;
 }
 
+/* Stops the retrier (a last try at what it still holds) and frees the state. */
 static void v11_destroy(struct lock_client *lc)
 {
     struct v11 *v = lc->store_state;
@@ -548,6 +553,7 @@ static void v11_destroy(struct lock_client *lc)
     free(v);
 }
 
+/* The state on the ZooKeeper client the config lends (lock_config.zk), and the retrier. */
 static int v11_init(struct lock_client *lc, struct error *err)
 {
     struct v11 *v;

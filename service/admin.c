@@ -7,6 +7,7 @@
 #include "service/config/config.h"
 #include "service/store/store.h"
 
+/* 1 when the command line asked for an admin operation (--set-stock, --get-stock). */
 int admin_asked(void)
 {
     return svc.set_stock >= 0 || svc.get_stock;
@@ -38,6 +39,7 @@ static int one_item(struct store *s, const char *item)
     return 0;
 }
 
+/* Runs the admin operation on the store; the exit status. */
 int admin_run(void)
 {
     struct error err = { 0 };

@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 
+/* The monotonic clock in nanoseconds. */
 static long long now_ns(void)
 {
     struct timespec ts;

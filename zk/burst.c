@@ -12,6 +12,7 @@ struct burst {
     long long done, failed;
 };
 
+/* One set answered (on the completion thread): counted, and the sender woken. */
 static void set_done(int rc, const struct Stat *stat, const void *data)
 {
     struct burst *b = (struct burst *)data;

@@ -193,7 +193,9 @@ int zk_enter(struct zk_client *zc, struct zk_session *s, struct zk_error *err)
         pthread_mutex_unlock(&zc->mu);
         if (old)
             handle_close(old);
-    } while (expired && clock_now_ms() < until);
+        if (!up && (expired || h == NULL))
+            clock_sleep_ms(20);   /* (a new handle that could not be made: not again at once) */
+    } while ((expired || h == NULL) && clock_now_ms() < until);
     if (!up) {
         tell(zc, 0, "no session");
         return zk_fail(err, ZK_E_CONNECT, 0, "ZooKeeper %.80s: no session answers (no quorum "

@@ -38,7 +38,7 @@ struct zk_handle {
 struct zk_client {
     char *servers;
     long asked_ms;                /* the session timeout asked for */
-    long session_ms;              /* the one the ensemble gave */
+    atomic_long session_ms;       /* the one the ensemble gave (read without mu) */
     long connect_wait_ms;
     void (*on_state)(void *arg, int up, const char *why);
     void *state_arg;

@@ -64,6 +64,9 @@ static enum sale_result read_both(struct zk_session *s, const char *item, struct
     return SALE_OK;
 }
 
+/* The store's grant: v11's lock on item, then the stock and sold read for its batches
+ * (kept in the thread's read state); a read that fails leaves the grant held, its result
+ * in read. */
 int zs_grant(struct store *s, struct lock_client *lc, const char *item, long wait_ms,
              struct lock_grant *g, struct store_read *read, struct error *err)
 {
