@@ -1,16 +1,19 @@
-/* sentinel.c - Where the master is, by Redis Sentinel: ask a sentinel that answers
- * (SENTINEL get-master-addr-by-name), confirm with ROLE on that address before using
+/* sentinel.c - Where the master is, by Redis Sentinel: ask every sentinel at once
+ * (SENTINEL get-master-addr-by-name and the configuration epoch, one thread each, one
+ * deadline: a majority that agree end the round, so a sentinel behind a partition costs
+ * nothing), confirm with ROLE on the address named under the highest epoch before using
  * it, keep it until an error or a READONLY/LOADING reply (then ask again), and follow
  * +switch-master: one listener thread per sentinel, so that the switch is heard from any
  * that can be reached, and every connection to the old master is cut at once. A
  * partition sends no reset: a silent subscription is PINGed and, silent still, made
- * anew; a sentinel no listener reaches is not asked; every connection has TCP
- * keepalive. Never a server that says it is a replica. */
+ * anew; every connection has TCP keepalive. Masters are compared by address, not by
+ * spelling. Never a server that says it is a replica. */
 #include "redis/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
 #include <sys/socket.h>
 
 #include "common/clock.h"
@@ -27,6 +30,7 @@ struct sentinel {
     char *user, *password;        /* the sentinels' credentials */
     pthread_mutex_t mu;           /* guards at, known, known_once, sub */
     struct rd_server at;          /* the master, as last confirmed or announced */
+    char at_addr[64];             /* its numeric address (masters are compared by it) */
     int known, known_once;
     atomic_uint generation;       /* bumped whenever the master moves */
     /* One listener per sentinel, each subscribed to +switch-master on its own: the
@@ -38,7 +42,7 @@ struct sentinel {
         int started;
     } listener[RD_SERVERS_MAX];
     struct rd_conn *sub[RD_SERVERS_MAX];   /* each listener's subscription, while it has one */
-    atomic_int reach[RD_SERVERS_MAX];      /* 1 subscribed, -1 not reached, 0 not tried */
+    atomic_int askers;                     /* asker threads still running (ask) */
     atomic_int stopping;
 };
 
@@ -50,54 +54,196 @@ static struct rd_conn *sentinel_connect(struct rd_client *rc, const struct senti
                               err);
 }
 
-/* What the sentinels answered: the distinct addresses they name for the master, in the
- * order first named, and how many of them answered at all. */
+/* What the sentinels answered: the distinct masters they name (told apart by address,
+ * not by spelling: a hostname and its address are one master), each with the highest
+ * configuration epoch of the sentinels that named it, in the order first named; how
+ * many sentinels answered at all. */
 struct answers {
     struct rd_server at[RD_SERVERS_MAX];
+    char addr[RD_SERVERS_MAX][64];    /* at's address, numeric */
+    long long epoch[RD_SERVERS_MAX];
+    int named[RD_SERVERS_MAX];        /* how many sentinels named it */
     int n, answered;
 };
 
-/* Adds at to a unless it is there already. */
-static void answers_add(struct answers *a, const struct rd_server *at)
+/* host:port as a numeric address ("127.0.0.1:6379"), or as spelt when it cannot be
+ * resolved. */
+static void address_of(const struct rd_server *at, char *out, size_t size)
 {
-    for (int i = 0; i < a->n; i++)
-        if (a->at[i].port == at->port && strcmp(a->at[i].host, at->host) == 0)
-            return;
-    a->at[a->n++] = *at;
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+    char host[NI_MAXHOST];
+
+    if (getaddrinfo(at->host, NULL, &hints, &ai) == 0 && ai != NULL &&
+        getnameinfo(ai->ai_addr, ai->ai_addrlen, host, sizeof(host), NULL, 0,
+                    NI_NUMERICHOST) == 0)
+        snprintf(out, size, "%.48s:%d", host, at->port);
+    else
+        snprintf(out, size, "%.48s:%d", at->host, at->port);
+    if (ai)
+        freeaddrinfo(ai);
 }
 
-/* Asks every sentinel for the master's address (they may disagree: one that missed a
- * failover, one behind a partition), but those its listener cannot reach now (each would
- * cost a connect timeout: a partition answers nothing), unless no listener reaches one.
- * RD_OK when at least one named one, else RD_FAIL with err saying why (none
+/* Adds what one sentinel named to a: a new master, or one more vote (and perhaps a
+ * higher epoch) for one named already. */
+static void answers_add(struct answers *a, const struct rd_server *at, const char *addr,
+                        long long epoch)
+{
+    for (int i = 0; i < a->n; i++)
+        if (strcmp(a->addr[i], addr) == 0) {
+            a->named[i]++;
+            if (epoch > a->epoch[i])
+                a->epoch[i] = epoch;
+            return;
+        }
+    a->at[a->n] = *at;
+    snprintf(a->addr[a->n], sizeof(a->addr[0]), "%s", addr);
+    a->epoch[a->n] = epoch;
+    a->named[a->n++] = 1;
+}
+
+/* One round of asking: the caller and one asker thread per sentinel share it, and the
+ * last of them to leave frees it (an asker behind a partition outlives the caller's
+ * deadline, its own bounded by the connect timeout and the deadline). */
+struct round {
+    struct rd_client *rc;
+    struct sentinel *s;
+    long deadline_ms;                 /* each asker's command timeout */
+    pthread_mutex_t mu;
+    pthread_cond_t changed;
+    int refs, pending;
+    struct answers a;
+    struct rd_error err;              /* the last asker's failure */
+};
+struct asker { struct round *round; int i; };
+
+/* Leaves a round; the last to leave frees it. */
+static void round_leave(struct round *r)
+{
+    int last;
+
+    pthread_mutex_lock(&r->mu);
+    last = --r->refs == 0;
+    pthread_mutex_unlock(&r->mu);
+    if (!last)
+        return;
+    pthread_cond_destroy(&r->changed);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+/* The configuration epoch sentinel cn holds for the master (SENTINEL MASTER's
+ * config-epoch), or -1. */
+static long long epoch_of(struct rd_conn *cn, const struct sentinel *s, long timeout_ms)
+{
+    struct rd_error err;
+    struct rd_reply *r = rd_conn_call(cn, RD_T(RD_ARRAY), timeout_ms, &err, "SENTINEL master %s",
+                                      s->master);
+    long long epoch = -1;
+
+    for (size_t k = 0; r && k + 1 < r->elements; k += 2)
+        if (r->element[k]->type == RD_STRING && r->element[k + 1]->type == RD_STRING &&
+            strcmp(r->element[k]->str, "config-epoch") == 0)
+            epoch = atoll(r->element[k + 1]->str);
+    rd_reply_free(r);
+    return epoch;
+}
+
+/* One asker: sentinel i's answer into the round. */
+static void *asker_main(void *arg)
+{
+    struct asker *k = arg;
+    struct round *rd = k->round;
+    struct sentinel *s = rd->s;
+    struct rd_error err;
+    struct rd_conn *cn = sentinel_connect(rd->rc, s, k->i, &err);
+    struct rd_reply *r = cn ? rd_conn_call(cn, RD_T(RD_ARRAY) | RD_T(RD_NIL), rd->deadline_ms, &err,
+                                           "SENTINEL get-master-addr-by-name %s", s->master)
+                            : NULL;
+    struct rd_server at;
+    int answered = r != NULL, named = answered && r->type == RD_ARRAY && r->elements == 2 &&
+                r->element[0]->type == RD_STRING && r->element[1]->type == RD_STRING;
+    long long epoch = -1;
+    char addr[64];
+
+    if (named) {
+        snprintf(at.host, sizeof(at.host), "%s", r->element[0]->str);
+        at.port = atoi(r->element[1]->str);
+        epoch = epoch_of(cn, s, rd->deadline_ms);
+        address_of(&at, addr, sizeof(addr));   /* (may ask a resolver: not under mu) */
+    }
+    rd_reply_free(r);
+    rd_conn_close(cn);
+    free(k);
+    pthread_mutex_lock(&rd->mu);
+    rd->a.answered += answered;
+    if (named)
+        answers_add(&rd->a, &at, addr, epoch);
+    else if (!answered)
+        rd->err = err;
+    rd->pending--;
+    pthread_cond_signal(&rd->changed);
+    pthread_mutex_unlock(&rd->mu);
+    round_leave(rd);
+    atomic_fetch_sub(&s->askers, 1);
+    return NULL;
+}
+
+/* Whether a round may end: every sentinel answered, or a majority of all of them named
+ * one master (the rest cannot outvote it). */
+static int round_settled(const struct round *r, int n)
+{
+    if (r->pending == 0)
+        return 1;
+    for (int i = 0; i < r->a.n; i++)
+        if (r->a.named[i] > n / 2)
+            return 1;
+    return 0;
+}
+
+/* Asks every sentinel for the master's address at once, each on its own thread, and
+ * waits until they have all answered, a majority agree, or one connect timeout has
+ * passed: a sentinel behind a partition (it answers nothing, and never resets) costs
+ * the round nothing when the others agree, and at most that deadline when they do not.
+ * RD_OK when at least one named a master, else RD_FAIL with err saying why (none
  * answered, or none knows the name). */
 static int ask(struct rd_client *rc, struct sentinel *s, struct answers *a,
                struct rd_error *err)
 {
-    int any_reached = 0;
+    struct round *rd = calloc(1, sizeof(*rd));
+    long long until = clock_now_ms() + rc->connect_timeout_ms;
 
-    for (int i = 0; i < s->n; i++)
-        any_reached |= atomic_load(&s->reach[i]) >= 0;
-    a->n = a->answered = 0;
+    if (rd == NULL)
+        return rd_fail(err, RD_E_NOMEM, "out of memory");
+    *rd = (struct round){ .rc = rc, .s = s, .deadline_ms = rc->connect_timeout_ms, .refs = 1 };
+    pthread_mutex_init(&rd->mu, NULL);
+    clock_cond_init_monotonic(&rd->changed);
+    rd_fail(&rd->err, RD_E_CONNECTION, "not asked");
+    pthread_mutex_lock(&rd->mu);
     for (int i = 0; i < s->n; i++) {
-        if (any_reached && atomic_load(&s->reach[i]) < 0)
-            continue;
-        struct rd_conn *cn = sentinel_connect(rc, s, i, err);
-        struct rd_reply *r = cn ? rd_conn_command(cn, RD_T(RD_ARRAY) | RD_T(RD_NIL), err,
-                                                  "SENTINEL get-master-addr-by-name %s", s->master)
-                                : NULL;
-        struct rd_server at;
+        struct asker *k = malloc(sizeof(*k));
+        pthread_t t;
 
-        a->answered += r != NULL;
-        if (r && r->type == RD_ARRAY && r->elements == 2 && r->element[0]->type == RD_STRING &&
-            r->element[1]->type == RD_STRING) {
-            snprintf(at.host, sizeof(at.host), "%s", r->element[0]->str);
-            at.port = atoi(r->element[1]->str);
-            answers_add(a, &at);
+        if (k == NULL)
+            break;
+        *k = (struct asker){ .round = rd, .i = i };
+        rd->refs++;
+        rd->pending++;
+        atomic_fetch_add(&s->askers, 1);
+        if (pthread_create(&t, NULL, asker_main, k) != 0) {
+            rd->refs--;
+            rd->pending--;
+            atomic_fetch_sub(&s->askers, 1);
+            free(k);
+            continue;
         }
-        rd_reply_free(r);
-        rd_conn_close(cn);
+        pthread_detach(t);
     }
+    while (!round_settled(rd, s->n) && clock_cond_wait_until(&rd->changed, &rd->mu, until) == 0)
+        ;
+    *a = rd->a;
+    *err = rd->err;
+    pthread_mutex_unlock(&rd->mu);
+    round_leave(rd);
     if (a->n > 0)
         return RD_OK;
     if (a->answered)
@@ -113,14 +259,17 @@ static int ask(struct rd_client *rc, struct sentinel *s, struct answers *a,
  * made to it. */
 static unsigned set_master(struct rd_client *rc, struct sentinel *s, const struct rd_server *at)
 {
+    char now[64];
     int moved;
     unsigned gen;
 
+    address_of(at, now, sizeof(now));
     pthread_mutex_lock(&s->mu);
-    moved = s->known_once && (strcmp(s->at.host, at->host) != 0 || s->at.port != at->port);
+    moved = s->known_once && strcmp(s->at_addr, now) != 0;
     if (!s->known || moved)
         atomic_fetch_add(&s->generation, 1);
     s->at = *at;
+    snprintf(s->at_addr, sizeof(s->at_addr), "%s", now);
     s->known = s->known_once = 1;
     gen = atomic_load(&s->generation);
     pthread_mutex_unlock(&s->mu);
@@ -144,17 +293,30 @@ static struct rd_conn *master_at(struct rd_client *rc, const struct rd_server *a
     return NULL;
 }
 
-/* Of the addresses the sentinels named, the one master: a named address that says it is
- * a replica was named by a sentinel that missed a failover; two that say master are two
- * masters at once (a partition, a failover under way): none is written to until the
- * sentinels agree again. */
+/* Of the masters the sentinels named, the one to use: the first that says it is a
+ * master (ROLE), asked in order of the highest configuration epoch that named it (a
+ * sentinel on a minority side, or one that missed a failover, still names the old master
+ * under the old epoch). A named address that says it is a replica is passed over; two
+ * that say master under the same epoch are two masters at once (a partition, a failover
+ * under way): neither is written to until the sentinels agree again. */
 static struct rd_conn *confirm(struct rd_client *rc, struct sentinel *s, const struct answers *a,
                                struct rd_error *err)
 {
     struct rd_conn *found = NULL, *cn;
-    int which = -1;
+    int order[RD_SERVERS_MAX], which = -1;
 
-    for (int i = 0; i < a->n; i++) {
+    for (int i = 0; i < a->n; i++) {       /* by epoch, highest first; stable */
+        int j = i;
+
+        for (; j > 0 && a->epoch[order[j - 1]] < a->epoch[i]; j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
+    for (int k = 0; k < a->n; k++) {
+        int i = order[k];
+
+        if (found && a->epoch[i] < a->epoch[which])
+            break;
         if ((cn = master_at(rc, &a->at[i], err)) == NULL)
             continue;
         if (found) {
@@ -242,12 +404,10 @@ static void listen_to(struct rd_client *rc, struct sentinel *s, int i)
 
     rd_reply_free(r);
     if (r == NULL) {
-        atomic_store(&s->reach[i], -1);
         rd_conn_close(cn);
         clock_sleep_ms(200);
         return;
     }
-    atomic_store(&s->reach[i], 1);
     pthread_mutex_lock(&s->mu);
     s->sub[i] = cn;
     pthread_mutex_unlock(&s->mu);
@@ -260,7 +420,6 @@ static void listen_to(struct rd_client *rc, struct sentinel *s, int i)
             heard_switch(rc, s, r->element[2]->str);
         rd_reply_free(r);
     }
-    atomic_store(&s->reach[i], -1);
     pthread_mutex_lock(&s->mu);
     s->sub[i] = NULL;
     pthread_mutex_unlock(&s->mu);
@@ -332,6 +491,8 @@ static void sentinel_destroy(struct rd_client *rc)
     for (int i = 0; i < s->n; i++)
         if (s->listener[i].started)
             pthread_join(s->listener[i].thread, NULL);
+    while (atomic_load(&s->askers) > 0)    /* each bounded by its timeouts */
+        clock_sleep_ms(10);
     sentinel_free(s);
 }
 

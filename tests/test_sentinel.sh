@@ -71,13 +71,17 @@ check "  a clear log line" grep -q "no sentinel of 1 answered for master shop" "
 check "  the body says redis_unavailable" sh -c "curl -s http://127.0.0.1:$D/inventory/sale?item=s | grep -q redis_unavailable"
 
 # A sentinel of our own beside the three (a real one, quorum 1), told a wrong master.
-# rogue_sentinel NAME HOST PORT: starts it monitoring NAME at HOST:PORT; sets ROGUE.
+# rogue_sentinel NAME HOST PORT [EPOCH]: starts it monitoring NAME at HOST:PORT; sets ROGUE.
 rogue_sentinel() {
     local port
     port=$(free_port)
     mkdir -p "$T_TMP/rogue-$port"
     printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s 1\nsentinel down-after-milliseconds %s 60000\n' \
         "$port" "$T_TMP/rogue-$port" "$1" "$2" "$3" "$1" > "$T_TMP/rogue-$port/sentinel.conf"
+    [ -z "${4:-}" ] || echo "sentinel config-epoch $1 $4" >> "$T_TMP/rogue-$port/sentinel.conf"
+    case $2 in *[!0-9.]*)   # a hostname: kept as spelt, and named so
+        printf 'sentinel resolve-hostnames yes\nsentinel announce-hostnames yes\n' >> "$T_TMP/rogue-$port/sentinel.conf" ;;
+    esac
     redis-server "$T_TMP/rogue-$port/sentinel.conf" --sentinel > "$T_TMP/rogue-$port.log" 2>&1 &
     T_PIDS="$T_PIDS $!"
     ROGUE=$port
@@ -103,21 +107,68 @@ check_eq "  nothing written" "$before" "$(item_get -p "$NEW_MASTER" stock s)"
 remonitor "$ROGUE" lag "$NEW_MASTER"
 check "  once the sentinel names the master: it sells" sells_within "$L" 10
 
-# Sentinels that disagree, both named servers masters (two masters at once): neither is
-# written to until they agree.
+# Sentinels that disagree, both named servers masters under the same configuration
+# epoch (two masters at once), with no majority for either: neither is written to until
+# they agree.
 start_redis || exit 1
 STRANGER=$REDIS_PORT
 item_set -p "$STRANGER" s 50 >/dev/null
-rogue_sentinel shop 127.0.0.1 "$STRANGER"
-start_service G --sentinel "$SENTINELS,127.0.0.1:$ROGUE" --sentinel-master shop --lock v8 --name disagree || exit 1
+config_epoch() { redis-cli -p "$1" sentinel master shop | awk 'p { print; exit } $0 == "config-epoch" { p = 1 }'; }
+EPOCH=$(config_epoch "$SENTINEL_PORT")
+check "the sentinels' configuration epoch moved with the failover" test "${EPOCH:-0}" -ge 1
+rogue_sentinel shop 127.0.0.1 "$STRANGER" "$EPOCH"
+start_service G --sentinel "127.0.0.1:$SENTINEL_PORT,127.0.0.1:$ROGUE" --sentinel-master shop --lock v8 --name disagree || exit 1
 before=$(item_get -p "$NEW_MASTER" stock s)
-check_eq "three sentinels name one master, a fourth another: 503" 503 "$(sale "$G" s)"
+check_eq "one sentinel names one master, another another, same epoch: 503" 503 "$(sale "$G" s)"
 check "  a clear log line" grep -q "the sentinels disagree: .* both say they are master shop" "$T_TMP/svc-$G.log"
 check_eq "  nothing written to either" "$before 50" \
     "$(item_get -p "$NEW_MASTER" stock s) $(item_get -p "$STRANGER" stock s)"
 remonitor "$ROGUE" shop "$NEW_MASTER"
 check "  once they agree: it sells, on the master they name" sells_within "$G" 10
 check_eq "  the stranger untouched" 50 "$(item_get -p "$STRANGER" stock s)"
+item_set -p "$NEW_MASTER" s 100 >/dev/null
+
+# Three sentinels name one master and a fourth another under the same epoch: the three
+# are a majority of the four, and the asking ends on their answer.
+rogue_sentinel shop 127.0.0.1 "$STRANGER" "$EPOCH"
+start_service M --sentinel "$SENTINELS,127.0.0.1:$ROGUE" --sentinel-master shop --lock v8 --name majority || exit 1
+check_eq "three sentinels of four name one master, the fourth another: sold on the three's" \
+    "200 99 50" "$(sale "$M" s) $(item_get -p "$NEW_MASTER" stock s) $(item_get -p "$STRANGER" stock s)"
+
+# A sentinel that names another master under an older epoch (one on a minority side, or
+# one that missed the failover): the master named under the highest epoch is used.
+rogue_sentinel shop 127.0.0.1 "$STRANGER" 0
+start_service O --sentinel "127.0.0.1:$ROGUE,$SENTINELS" --sentinel-master shop --lock v8 --name older || exit 1
+before=$(item_get -p "$NEW_MASTER" stock s)
+check_eq "a fourth sentinel names another master under epoch 0: sold" 200 "$(sale "$O" s)"
+check_eq "  on the master named under epoch $EPOCH" "$((before - 1)) 50" \
+    "$(item_get -p "$NEW_MASTER" stock s) $(item_get -p "$STRANGER" stock s)"
+
+# The same master under two spellings (localhost and 127.0.0.1) is one master, not two.
+rogue_sentinel shop localhost "$NEW_MASTER" "$EPOCH"
+start_service D --sentinel "127.0.0.1:$SENTINEL_PORT,127.0.0.1:$ROGUE" --sentinel-master shop --lock v8 --name spelt || exit 1
+check_eq "  the fourth names it as localhost" localhost "$(redis-cli -p "$ROGUE" sentinel get-master-addr-by-name shop | head -n 1)"
+check_eq "one sentinel names the master as localhost, the other as 127.0.0.1: sold" 200 "$(sale "$D" s)"
+
+# One of three sentinels not answering (stopped: it accepts a connection, as a host behind
+# a partition does not, but never answers): the sentinels are asked at once and two that
+# agree are a majority, so a new instance finds the master about as fast as with all
+# three (asked one after another, the silent one cost a whole timeout).
+first_sale_ms() {   # a new instance's start and first sale, in ms
+    local t0
+    t0=$(date +%s%N)
+    start_service FS --sentinel "$SENTINELS" --sentinel-master shop --lock v8 --name "$1" || return 1
+    [ "$(sale "$FS" s)" = 200 ] || return 1
+    echo $(( ($(date +%s%N) - t0) / 1000000 ))
+}
+SILENT_PID=$(redis-cli -p "${SENTINEL_PORTS%% *}" info server | tr -d '\r' | awk -F: '$1 == "process_id" { print $2 }')
+all_ms=$(first_sale_ms all3)
+kill -STOP "$SILENT_PID"
+silent_ms=$(first_sale_ms silent1)
+kill -CONT "$SILENT_PID"
+echo "    a new instance's start and first sale: ${all_ms:-?} ms with three sentinels answering, ${silent_ms:-?} ms with one silent"
+check "  one silent sentinel of three costs under 500 ms (a connect timeout is 1 s)" \
+    test "${silent_ms:-99999}" -lt $(( ${all_ms:-0} + 500 ))
 
 # A master that stops answering without a reset (frozen: SIGSTOP; as behind a partition)
 # while a sale works 1 s inside its lock: its write and release, sent on the connection

@@ -112,7 +112,7 @@ check "the generic error has no io flag (one fault enum)" sh -c "! grep -q 'int 
 # engine) are not followed: each side of them is walked from its own entry.
 mkdir -p "$T_TMP/o0"
 o0_ok=1
-for f in $(for d in common redis zk lock service service/*; do ls "$d"/*.c; done); do
+for f in $(for d in common redis zk lock service service/*/; do ls "${d%/}"/*.c; done); do
     mkdir -p "$T_TMP/o0/$(dirname "$f")"
     cc -O0 -g -std=c11 -D_GNU_SOURCE -pthread -Ibuild -I. $(pkg-config --cflags libmicrohttpd hiredis jansson) \
         -c -o "$T_TMP/o0/${f%.c}.o" "$f" 2>/dev/null || o0_ok=0

@@ -375,38 +375,55 @@ static int tombstone_at(struct zk_store *zs, const char *path, int *version)
     return st;
 }
 
-/* Writes b: the multi under its grant's guard, run again on a version that moved (after
- * reading again: what the stock no longer covers is sold out). STORE_KEPT when written;
- * *gone 1 when the multi also deleted the guard (release asked, and the lock lets the
- * write give g back), 2 when it may have (its answer lost, unsettled). */
-static int write_batch(struct zk_store *zs, struct lock_client *lc, struct store_batch *b,
-                       struct multi *m, int release, int *gone)
+/* Runs b's multi under guard, again while a version moved (at most TRIES times), reading
+ * again before a retry, and before the first when the thread's read is another grant's:
+ * what the stock no longer covers is sold out. How the last run went; *early >= 0 when
+ * it ended before a run could answer (STORE_FAILED: a read failed; STORE_KEPT: sold out
+ * meanwhile, nothing to write). */
+static enum ran write_tries(struct zk_store *zs, struct store_batch *b, struct multi *m,
+                            const char *guard, int release, struct zk_error *err, int *early)
 {
-    const char *guard = release ? lock_grant_guard_release(lc, b->g) : NULL;
     int fresh = seen.token == b->g->token && strcmp(seen.item, b->g->item) == 0;
-    struct zk_error err = { 0 };
     enum ran ran = RAN_VERSION;
 
-    release = guard != NULL;
-    guard = guard ? guard : lock_grant_guard(lc, b->g);
-    *gone = 0;
+    *early = -1;
     m->tomb_v = -1;
     for (int tries = 0; tries < TRIES && ran == RAN_VERSION; tries++) {
         if (tries > 0 || !fresh) {   /* a version moved, or the thread's read is another grant's */
             if (tries > 0)
                 atomic_fetch_add(&zs->retries, 1);
             if (read_again(zs, &seen, b->g->item, b->rqs, b->n) != 0)
-                return STORE_FAILED;
+                return *early = STORE_FAILED, ran;
             if (seen.stock < b->k)
                 b->k = seen.stock > 0 ? seen.stock : 0, fewer(b->rqs, b->n, b->k, seen.stock);
             if (b->k == 0 && !b->rqs[0]->idem_key)
-                return STORE_KEPT;   /* sold out meanwhile: nothing to write */
+                return *early = STORE_KEPT, ran;   /* sold out meanwhile: nothing to write */
         }
         multi_build(m, zs, &seen, guard, release, b->k, b->g->token, b->rqs, b->n);
-        ran = multi_run(zs, m, guard != NULL, &err);
+        ran = multi_run(zs, m, guard != NULL, err);
         if (ran == RAN_REPLAY && tombstone_at(zs, m->entries[0], &m->tomb_v))
             ran = RAN_VERSION;   /* settled as never written: sold now, the tombstone replaced */
     }
+    return ran;
+}
+
+/* Writes b: the multi under its grant's guard (write_tries). STORE_KEPT when written;
+ * *gone 1 when the multi also deleted the guard (release asked, and the lock lets the
+ * write give g back), 2 when it may have (its answer lost, unsettled). */
+static int write_batch(struct zk_store *zs, struct lock_client *lc, struct store_batch *b,
+                       struct multi *m, int release, int *gone)
+{
+    const char *guard = release ? lock_grant_guard_release(lc, b->g) : NULL;
+    struct zk_error err = { 0 };
+    enum ran ran;
+    int early;
+
+    release = guard != NULL;
+    guard = guard ? guard : lock_grant_guard(lc, b->g);
+    *gone = 0;
+    ran = write_tries(zs, b, m, guard, release, &err, &early);
+    if (early >= 0)
+        return early;
     if (ran == RAN_NOT_SOLD && guard != NULL && lock_grant_is_lost(lc, b->g)) {
         /* The answer was lost with the session that held the lock: nothing was written,
          * and the lease is over. */
