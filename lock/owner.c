@@ -17,14 +17,16 @@
  *     bring back a copy of the data that still has it).
  * And a release that was answered may still be lost: the master acknowledged it and died
  * before its replica had it, and the promoted replica holds the lock in our name for the
- * rest of its lease (every other thread and instance waiting, as a stall). So each thread
- * keeps its last releases for as long as their leases could last, and when the client
- * has dropped a connection since (rd_client_drops: a server died or closed it, a failover
- * cut it; never in a steady run), the thread's next grant first retires its id and hands
- * those releases over as abandoned: given back once a master answers, as above (on a
- * server that never lost them, the give-back finds nothing). A thread that ends (a
- * connection's, without --combine) takes its releases with it: they run out with their
- * leases.
+ * rest of its lease (every other thread and instance waiting, as a stall). So the client
+ * keeps its last answered releases (a ring, RECENT_MAX of them) for as long as their
+ * leases could last, whichever thread made them and whether or not it still lives (a
+ * connection's thread ends with its connection), and when something that may lose an
+ * answered write happened since one was answered (rd_client_changes: a connection
+ * dropped, a server found unreachable, a new master named; never in a steady run), the
+ * next grant of any thread hands it over as abandoned: given back once a master
+ * answers, as above (on a server that never lost it, the give-back finds nothing). A give-back never deletes a live grant: a thread's id
+ * is retired whenever it holds nothing (its next grant takes a new number, ids are never
+ * reused), and a release reaches the client's ring only then.
  * Not after a timeout: a command that timed out may still run later on a live server,
  * and a give-back on a new connection could overtake it (a sale's write landing after
  * another holder's); that lock runs out with its lease, as before. Stores whose release
@@ -38,13 +40,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PENDING_MAX = 8, ABANDONED_MAX = 256, RECENT_MAX = 8 };
+enum { PENDING_MAX = 8, ABANDONED_MAX = 256, RECENT_MAX = 256, OWN_RECENT_MAX = 8 };
 
 /* A lock Redis may still hold in our name: enough of its grant for the store's release. */
 struct lock_abandoned {
     struct lock_client *lc;
     struct lock_grant g;          /* item, key and owner */
     long long until_ms;           /* monotonic: its lease is over by then, whatever happened */
+    long long changes;            /* rd_client_changes() when its release was answered */
     long long given_at;           /* rd_client_opens() when it was last given back; -1: not
                                      yet. Until until_ms it is given back again whenever the
                                      client has reconnected since: a failover, or a restart,
@@ -52,11 +55,15 @@ struct lock_abandoned {
     struct lock_abandoned *next;
 };
 
-/* The client's abandoned locks. */
+/* The client's abandoned locks, and its last answered releases. */
 struct owners {
     pthread_mutex_t mu;           /* guards list */
     struct lock_abandoned *list;
     atomic_int count;             /* read without the mutex: is there anything to do */
+    pthread_mutex_t recent_mu;    /* guards recent, recent_n, recent_next */
+    struct lock_abandoned recent[RECENT_MAX];
+    int recent_n, recent_next;
+    atomic_llong changes_seen;    /* rd_client_changes() when the ring was last looked at */
 };
 
 static void owner_keep(struct lock_abandoned *a);
@@ -68,15 +75,12 @@ static _Thread_local struct {
     long number;
     const struct lock_client *lc; /* the client the counts below are of */
     int holds;
-    int retire;
     int pending;
     struct lock_abandoned *pend[PENDING_MAX];
-    /* Its last releases that Redis answered (a ring), and rd_client_drops() when it last
-     * looked: a connection dropped since (a server died, a failover cut it), and they may
-     * have been lost with a master. */
-    struct lock_abandoned recent[RECENT_MAX];
-    int recent_n, recent_next;
-    long long drops_seen;
+    /* Its releases that Redis answered while it still held another grant under its id:
+     * they join the client's ring when it holds nothing (and its id is retired). */
+    struct lock_abandoned recent[OWN_RECENT_MAX];
+    int recent_n;
 } self;
 
 /* The calling thread's counts, for lc: a thread that turns to another client (tests do)
@@ -89,9 +93,8 @@ static void use_client(const struct lock_client *lc)
     for (int i = 0; i < self.pending; i++)
         free(self.pend[i]);
     self.lc = lc;
-    self.holds = self.pending = self.retire = 0;
-    self.recent_n = self.recent_next = 0;
-    self.drops_seen = lc->redis ? rd_client_drops(lc->redis) : 0;
+    self.holds = self.pending = 0;
+    self.recent_n = 0;
 }
 
 int lock_owner_init(struct lock_client *lc, struct error *err)
@@ -101,6 +104,8 @@ int lock_owner_init(struct lock_client *lc, struct error *err)
     if (o == NULL)
         return error_set(err, FAULT_NOMEM, "out of memory");
     pthread_mutex_init(&o->mu, NULL);
+    pthread_mutex_init(&o->recent_mu, NULL);
+    atomic_init(&o->changes_seen, lc->redis ? rd_client_changes(lc->redis) : 0);
     lc->owner_state = o;
     return LOCK_OK;
 }
@@ -117,34 +122,62 @@ void lock_owner_destroy(struct lock_client *lc)
         o->list = next;
     }
     pthread_mutex_destroy(&o->mu);
+    pthread_mutex_destroy(&o->recent_mu);
     free(o);
     lc->owner_state = NULL;
 }
 
-/* The thread holds nothing and the client dropped a connection since it last looked: its
- * answered releases still within their leases are kept as abandoned (to be given back),
- * and its id is retired, so that no grant of its own can be what a give-back deletes. */
+/* Something that may lose an answered write happened since the client last looked (a
+ * connection dropped, a server unreachable, a new master): its answered releases from
+ * before it, still within their leases, are kept as abandoned (to be given back
+ * before the next try). Any thread, any time: their ids are retired. */
 static void recent_suspect(struct lock_client *lc)
 {
-    long long drops, now;
+    struct owners *o = lc->owner_state;
+    struct lock_abandoned *suspect = NULL, *a;
+    long long changes, now;
 
-    if (self.holds > 0 || lc->redis == NULL || !lc->ops->checks_owner)
+    if (lc->redis == NULL || !lc->ops->checks_owner)
         return;
-    drops = rd_client_drops(lc->redis);
-    if (drops == self.drops_seen)
+    changes = rd_client_changes(lc->redis);
+    if (changes == atomic_load(&o->changes_seen))
         return;
-    self.drops_seen = drops;
     now = clock_now_ms();
-    for (int i = 0; i < self.recent_n; i++) {
-        struct lock_abandoned *a;
-        if (self.recent[i].until_ms <= now || (a = malloc(sizeof(*a))) == NULL)
-            continue;
-        *a = self.recent[i];
-        owner_keep(a);
+    pthread_mutex_lock(&o->recent_mu);
+    atomic_store(&o->changes_seen, changes);
+    for (int i = 0; i < o->recent_n; i++) {
+        struct lock_abandoned *r = &o->recent[i];
+        if (r->until_ms > now && r->changes < changes && (a = malloc(sizeof(*a))) != NULL) {
+            *a = *r;
+            a->next = suspect;
+            suspect = a;
+            r->until_ms = 0;   /* handed over: nothing left to do here */
+        }
+    }
+    pthread_mutex_unlock(&o->recent_mu);
+    for (struct lock_abandoned *next; suspect; suspect = next) {
+        next = suspect->next;
+        owner_keep(suspect);
         atomic_fetch_add(&lc->abandoned, 1);
     }
-    self.recent_n = self.recent_next = 0;
-    self.number = 0;
+}
+
+/* The thread's answered releases join the client's ring (it holds nothing now). */
+static void recent_publish(struct lock_client *lc)
+{
+    struct owners *o = lc->owner_state;
+
+    if (self.recent_n == 0 || o == NULL)
+        return;
+    pthread_mutex_lock(&o->recent_mu);
+    for (int i = 0; i < self.recent_n; i++) {
+        o->recent[o->recent_next] = self.recent[i];
+        o->recent_next = (o->recent_next + 1) % RECENT_MAX;
+        if (o->recent_n < RECENT_MAX)
+            o->recent_n++;
+    }
+    pthread_mutex_unlock(&o->recent_mu);
+    self.recent_n = 0;
 }
 
 void lock_owner_id(struct lock_client *lc, char *owner, size_t size)
@@ -192,17 +225,18 @@ static struct lock_abandoned *owner_take(struct lock_client *lc)
     return list;
 }
 
-/* The thread holds nothing under its id any more: what it gave up on can be given back,
- * and its next grant takes a new number. */
-static void settle(void)
+/* The thread holds nothing under its id any more: its id is retired (its next grant
+ * takes a new number), what it gave up on can be given back, and its answered releases
+ * join the client's ring. */
+static void settle(struct lock_client *lc)
 {
-    if (self.holds > 0 || !self.retire)
+    if (self.holds > 0)
         return;
     for (int i = 0; i < self.pending; i++)
         owner_keep(self.pend[i]);
     self.pending = 0;
-    self.retire = 0;
     self.number = 0;
+    recent_publish(lc);
 }
 
 void lock_owner_held(const struct lock_client *lc)
@@ -228,13 +262,11 @@ void lock_owner_released(struct lock_client *lc, const struct lock_grant *g, int
     use_client(lc);
     if (self.holds > 0)
         self.holds--;
-    if (answered && lc->redis && lc->ops->checks_owner) {
-        abandoned_set(&self.recent[self.recent_next], lc, g);
-        self.recent_next = (self.recent_next + 1) % RECENT_MAX;
-        if (self.recent_n < RECENT_MAX)
-            self.recent_n++;
+    if (answered && lc->redis && lc->ops->checks_owner && self.recent_n < OWN_RECENT_MAX) {
+        abandoned_set(&self.recent[self.recent_n], lc, g);
+        self.recent[self.recent_n++].changes = rd_client_changes(lc->redis);
     }
-    settle();
+    settle(lc);
 }
 
 /* 1 when Redis may hold the lock in g's name after a try (releasing 0) or a release
@@ -267,13 +299,12 @@ void lock_owner_failed(struct lock_client *lc, const struct lock_grant *g, enum 
     if (!lc->ops->checks_owner || held == 0)
         return;
     use_client(lc);
-    self.retire = 1;
     if (held > 0 && self.pending < PENDING_MAX && (a = malloc(sizeof(*a))) != NULL) {
         abandoned_set(a, lc, g);
         self.pend[self.pending++] = a;
         atomic_fetch_add(&lc->abandoned, 1);
     }
-    settle();
+    settle(lc);
 }
 
 /* Gives a back: the store's release under its owner, again while it gives

@@ -381,6 +381,10 @@ static void trip_send(struct rd_client *rc, struct rd_trip *t)
     if ((t->server_ = rd_route(rc, t->slot_, &t->err)) < 0 ||
         (t->cn_ = rd_thread_conn(rc, t->server_, &t->err)) == NULL)
         return;
+    if (rd_conn_deadline(rc, t->cn_, &t->err) != RD_OK) {
+        t->cn_ = NULL;   /* not sent: the connection is as good as it was */
+        return;
+    }
     for (int k = 0; k < TRIP_BATCHES; k++)
         send_range(t->cn_->c, b[k], 0, b[k] ? b[k]->n : 0);
     while (!done && redisBufferWrite(t->cn_->c, &done) == REDIS_OK)
@@ -496,6 +500,10 @@ int rd_fanout(struct rd_client *const *rcs, int n, struct rd_batch *b, struct rd
         replies[i] = NULL;
         if ((cn[i] = rd_thread_conn(rcs[i], 0, &err)) == NULL)
             continue;
+        if (rd_conn_deadline(rcs[i], cn[i], &err) != RD_OK) {
+            cn[i] = NULL;
+            continue;
+        }
         send_range(cn[i]->c, b, 0, 1);
         while (!done && redisBufferWrite(cn[i]->c, &done) == REDIS_OK)
             ;

@@ -45,6 +45,31 @@ static struct timeval timeval_of(long ms)
     return (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 }
 
+/* The calling thread's deadline for its commands (rd_thread_deadline); 0: none. */
+static _Thread_local long long thread_deadline_ms;
+
+void rd_thread_deadline(long long until_ms)
+{
+    thread_deadline_ms = until_ms;
+}
+
+int rd_conn_deadline(struct rd_client *rc, struct rd_conn *cn, struct rd_error *err)
+{
+    long long left;
+
+    if (thread_deadline_ms == 0) {
+        if (cn->deadline_set)
+            redisSetTimeout(cn->c, timeval_of(rc->command_timeout_ms));
+        cn->deadline_set = 0;
+        return RD_OK;
+    }
+    if ((left = thread_deadline_ms - clock_now_ms()) <= 0)
+        return rd_fail(err, RD_E_TIMEOUT, "the deadline passed before the command was sent");
+    redisSetTimeout(cn->c, timeval_of(left < rc->command_timeout_ms ? left : rc->command_timeout_ms));
+    cn->deadline_set = 1;
+    return RD_OK;
+}
+
 /* One command on cn within its timeout: rd_expect's contract. */
 static struct rd_reply *conn_vcommand(struct rd_conn *cn, int types, struct rd_error *err,
                                       const char *fmt, va_list ap)
@@ -260,6 +285,7 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error
     if (cn) {                       /* broken, closed by the server, or its master moved */
         rd_thread_conn_close(rc, cn);
         atomic_fetch_add(&rc->drops, 1);
+        atomic_fetch_add(&rc->changes, 1);
     }
     for (int tries = 0;; tries++) {
         if ((cn = rc->locator->open(rc, server, err)) == NULL) {
@@ -267,6 +293,7 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error
              * server may have moved (a cluster's master died): the locator looks again. */
             if (err->fault == RD_E_CONNECTION || err->fault == RD_E_TIMEOUT)
                 err->fault = RD_E_CONNECT;
+            atomic_fetch_add(&rc->changes, 1);
             rd_tell_state(rc, 0, err->msg);
             if (rc->locator->forget)
                 rc->locator->forget(rc);
@@ -339,6 +366,7 @@ void rd_drop(struct rd_client *rc)
     if (cn) {
         rd_thread_conn_close(rc, cn);
         atomic_fetch_add(&rc->drops, 1);
+        atomic_fetch_add(&rc->changes, 1);
     }
 }
 

@@ -268,6 +268,8 @@ static unsigned set_master(struct rd_client *rc, struct sentinel *s, const struc
     moved = s->known_once && strcmp(s->at_addr, now) != 0;
     if (!s->known || moved)
         atomic_fetch_add(&s->generation, 1);
+    if (moved)
+        atomic_fetch_add(&rc->changes, 1);
     s->at = *at;
     snprintf(s->at_addr, sizeof(s->at_addr), "%s", now);
     s->known = s->known_once = 1;
