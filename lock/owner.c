@@ -18,7 +18,7 @@
  * And a release that was answered may still be lost: the master acknowledged it and died
  * before its replica had it, and the promoted replica holds the lock in our name for the
  * rest of its lease (every other thread and instance waiting, as a stall). So the client
- * keeps its last answered releases (a ring, RECENT_MAX of them) for as long as their
+ * keeps its last answered releases (16 rings of 16) for as long as their
  * leases could last, whichever thread made them and whether or not it still lives (a
  * connection's thread ends with its connection), and when something that may lose an
  * answered write happened since one was answered (rd_client_changes: a connection
@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PENDING_MAX = 8, ABANDONED_MAX = 256, RECENT_MAX = 256, OWN_RECENT_MAX = 8 };
+enum { PENDING_MAX = 8, ABANDONED_MAX = 256, RECENT_SHARDS = 16, RECENT_MAX = 16, OWN_RECENT_MAX = 8 };
 
 /* A lock Redis may still hold in our name: enough of its grant for the store's release. */
 struct lock_abandoned {
@@ -60,9 +60,13 @@ struct owners {
     pthread_mutex_t mu;           /* guards list */
     struct lock_abandoned *list;
     atomic_int count;             /* read without the mutex: is there anything to do */
-    pthread_mutex_t recent_mu;    /* guards recent, recent_n, recent_next */
-    struct lock_abandoned recent[RECENT_MAX];
-    int recent_n, recent_next;
+    /* The last answered releases, in shards (a thread writes to the shard of its
+     * number: the threads do not queue on one mutex at every release), a ring each. */
+    struct recent_shard {
+        pthread_mutex_t mu;       /* guards the rest */
+        struct lock_abandoned ring[RECENT_MAX];
+        int n, next;
+    } recent[RECENT_SHARDS];
     atomic_llong changes_seen;    /* rd_client_changes() when the ring was last looked at */
 };
 
@@ -104,7 +108,8 @@ int lock_owner_init(struct lock_client *lc, struct error *err)
     if (o == NULL)
         return error_set(err, FAULT_NOMEM, "out of memory");
     pthread_mutex_init(&o->mu, NULL);
-    pthread_mutex_init(&o->recent_mu, NULL);
+    for (int i = 0; i < RECENT_SHARDS; i++)
+        pthread_mutex_init(&o->recent[i].mu, NULL);
     atomic_init(&o->changes_seen, lc->redis ? rd_client_changes(lc->redis) : 0);
     lc->owner_state = o;
     return LOCK_OK;
@@ -122,7 +127,8 @@ void lock_owner_destroy(struct lock_client *lc)
         o->list = next;
     }
     pthread_mutex_destroy(&o->mu);
-    pthread_mutex_destroy(&o->recent_mu);
+    for (int i = 0; i < RECENT_SHARDS; i++)
+        pthread_mutex_destroy(&o->recent[i].mu);
     free(o);
     lc->owner_state = NULL;
 }
@@ -143,18 +149,21 @@ static void recent_suspect(struct lock_client *lc)
     if (changes == atomic_load(&o->changes_seen))
         return;
     now = clock_now_ms();
-    pthread_mutex_lock(&o->recent_mu);
     atomic_store(&o->changes_seen, changes);
-    for (int i = 0; i < o->recent_n; i++) {
-        struct lock_abandoned *r = &o->recent[i];
-        if (r->until_ms > now && r->changes < changes && (a = malloc(sizeof(*a))) != NULL) {
-            *a = *r;
-            a->next = suspect;
-            suspect = a;
-            r->until_ms = 0;   /* handed over: nothing left to do here */
+    for (int k = 0; k < RECENT_SHARDS; k++) {
+        struct recent_shard *sh = &o->recent[k];
+        pthread_mutex_lock(&sh->mu);
+        for (int i = 0; i < sh->n; i++) {
+            struct lock_abandoned *r = &sh->ring[i];
+            if (r->until_ms > now && r->changes < changes && (a = malloc(sizeof(*a))) != NULL) {
+                *a = *r;
+                a->next = suspect;
+                suspect = a;
+                r->until_ms = 0;   /* handed over: nothing left to do here */
+            }
         }
+        pthread_mutex_unlock(&sh->mu);
     }
-    pthread_mutex_unlock(&o->recent_mu);
     for (struct lock_abandoned *next; suspect; suspect = next) {
         next = suspect->next;
         owner_keep(suspect);
@@ -162,21 +171,24 @@ static void recent_suspect(struct lock_client *lc)
     }
 }
 
-/* The thread's answered releases join the client's ring (it holds nothing now). */
+/* The thread's answered releases join the client's ring, in the shard of its number
+ * (it holds nothing now: called before the number is retired). */
 static void recent_publish(struct lock_client *lc)
 {
     struct owners *o = lc->owner_state;
+    struct recent_shard *sh;
 
     if (self.recent_n == 0 || o == NULL)
         return;
-    pthread_mutex_lock(&o->recent_mu);
+    sh = &o->recent[(unsigned long)self.number % RECENT_SHARDS];
+    pthread_mutex_lock(&sh->mu);
     for (int i = 0; i < self.recent_n; i++) {
-        o->recent[o->recent_next] = self.recent[i];
-        o->recent_next = (o->recent_next + 1) % RECENT_MAX;
-        if (o->recent_n < RECENT_MAX)
-            o->recent_n++;
+        sh->ring[sh->next] = self.recent[i];
+        sh->next = (sh->next + 1) % RECENT_MAX;
+        if (sh->n < RECENT_MAX)
+            sh->n++;
     }
-    pthread_mutex_unlock(&o->recent_mu);
+    pthread_mutex_unlock(&sh->mu);
     self.recent_n = 0;
 }
 
@@ -235,8 +247,8 @@ static void settle(struct lock_client *lc)
     for (int i = 0; i < self.pending; i++)
         owner_keep(self.pend[i]);
     self.pending = 0;
-    self.number = 0;
     recent_publish(lc);
+    self.number = 0;
 }
 
 void lock_owner_held(const struct lock_client *lc)
