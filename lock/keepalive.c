@@ -8,9 +8,9 @@
  * a cut master run the leases on the healthy masters out). Each renewal waits no longer
  * than its lease has left, less a margin (rd_thread_deadline); one that misses it closes
  * its connection (the layer drops it: its late reply would answer the next command) and
- * counts the lease lost, which its holder learns as from any lost lease. v10 renews on
- * all its masters at once (rd_fanout) under the same deadline, and keeps the lease on a
- * quorum's answers. Lanes start when a server's first lease is held. */
+ * counts the lease lost, which its holder learns as from any lost lease. A store that
+ * renews on several masters at once (rd_fanout) does so under the same deadline, reading
+ * the answers as they come. Lanes start when a server's first lease is held. */
 #include "lock/internal.h"
 #include "redis/redis.h"
 

@@ -1,13 +1,15 @@
 /* owner.c - Owner ids, and the locks a thread gave up on without an answer.
  *
- * An owner id is "<instance id>:<n>", n the calling thread's number. A release whose
+ * An owner id is "<instance id>:<n>.<g>", n the calling thread's number (the live page's
+ * lane) and g its grant: a new g whenever the thread holds nothing and takes a lock, the
+ * same g for the grants nested in it (reentrant). A release whose
  * reply never came (Redis died, a failover moved the master) may not have run; a try
  * that was sent and never answered may have granted. Either way Redis may hold a lock in
  * our name for the rest of its lease, and worse: the same thread asking again under the
  * same id would re-enter it (v7 on are reentrant), reset its lease and give back only its
  * own hold, so that the abandoned one lived on for as long as that thread kept selling,
  * and every other thread and instance waited. Hence two rules:
- *   - the thread's number is retired once it holds nothing more: its next grant is made
+ *   - the thread's id is retired once it holds nothing more: its next grant is made
  *     under a new id, never inside the abandoned one;
  *   - the abandoned lock is kept here, and given back (below: the store's release,
  *     a compare-and-delete on that owner, never another's lock) before the next try of
@@ -18,15 +20,15 @@
  * And a release that was answered may still be lost: the master acknowledged it and died
  * before its replica had it, and the promoted replica holds the lock in our name for the
  * rest of its lease (every other thread and instance waiting, as a stall). So the client
- * keeps its last answered releases (16 rings of 16) for as long as their
- * leases could last, whichever thread made them and whether or not it still lives (a
- * connection's thread ends with its connection), and when something that may lose an
- * answered write happened since one was answered (rd_client_changes: a connection
- * dropped, a server found unreachable, a new master named; never in a steady run), the
- * next grant of any thread hands it over as abandoned: given back once a master
- * answers, as above (on a server that never lost it, the give-back finds nothing). A give-back never deletes a live grant: a thread's id
- * is retired whenever it holds nothing (its next grant takes a new number, ids are never
- * reused), and a release reaches the client's ring only then.
+ * keeps its last answered releases (16 rings of 16) for as long as their leases could
+ * last, whichever thread made them and whether or not it still lives (a connection's
+ * thread ends with its connection). When something that may lose an answered write has
+ * happened since one was answered (rd_client_changes: a connection dropped, a server
+ * found unreachable, a new master named; never in a steady run), the next grant of any
+ * thread hands it over as abandoned: given back once a master answers, as above (on a
+ * server that never lost it, the give-back finds nothing). A give-back never deletes a
+ * live grant: a thread's id is retired whenever it holds nothing (its next grant takes a
+ * new g: ids are never reused), and a release reaches the client's rings only then.
  * Not after a timeout: a command that timed out may still run later on a live server,
  * and a give-back on a new connection could overtake it (a sale's write landing after
  * another holder's); that lock runs out with its lease, as before. Stores whose release
@@ -40,7 +42,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PENDING_MAX = 8, ABANDONED_MAX = 256, RECENT_SHARDS = 16, RECENT_MAX = 16, OWN_RECENT_MAX = 8 };
+enum { PENDING_MAX = 8, ABANDONED_MAX = 256, RECENT_SHARDS = 16, RECENT_MAX = 16,
+       OWN_RECENT_MAX = 8 };
 
 /* A lock Redis may still hold in our name: enough of its grant for the store's release. */
 struct lock_abandoned {
@@ -72,11 +75,15 @@ struct owners {
 
 static void owner_keep(struct lock_abandoned *a);
 
-/* The calling thread: its number (0: take a new one at the next grant), its grants not
+/* The calling thread: its number (0: take one at the next grant), its grant g (live
+ * while it holds one; a new g at its next grant once retired), its grants not
  * yet released, and what it gave up on while it still held an outer grant under the same
  * id (kept until it holds nothing: the id may not be given back while still in use). */
 static _Thread_local struct {
     long number;
+    long grant;
+    int grant_live;
+    long long grant_changes;      /* rd_client_changes() when the grant's id was taken */
     const struct lock_client *lc; /* the client the counts below are of */
     int holds;
     int pending;
@@ -97,6 +104,8 @@ static void use_client(const struct lock_client *lc)
     for (int i = 0; i < self.pending; i++)
         free(self.pend[i]);
     self.lc = lc;
+    self.number = 0;   /* another client's ring may keep releases under the old ids */
+    self.grant_live = 0;
     self.holds = self.pending = 0;
     self.recent_n = 0;
 }
@@ -141,15 +150,17 @@ static void recent_suspect(struct lock_client *lc)
 {
     struct owners *o = lc->owner_state;
     struct lock_abandoned *suspect = NULL, *a;
-    long long changes, now;
+    long long changes, seen, now;
 
     if (lc->redis == NULL || !lc->ops->checks_owner)
         return;
     changes = rd_client_changes(lc->redis);
-    if (changes == atomic_load(&o->changes_seen))
-        return;
+    seen = atomic_load(&o->changes_seen);
+    do {
+        if (changes <= seen)
+            return;   /* seen already (by this thread or another) */
+    } while (!atomic_compare_exchange_weak(&o->changes_seen, &seen, changes));
     now = clock_now_ms();
-    atomic_store(&o->changes_seen, changes);
     for (int k = 0; k < RECENT_SHARDS; k++) {
         struct recent_shard *sh = &o->recent[k];
         pthread_mutex_lock(&sh->mu);
@@ -171,18 +182,28 @@ static void recent_suspect(struct lock_client *lc)
     }
 }
 
-/* The thread's answered releases join the client's ring, in the shard of its number
- * (it holds nothing now: called before the number is retired). */
+/* The thread's answered releases join the client's ring, in the shard of its grant (it
+ * holds nothing now: called before its id is retired); one handed over at once when
+ * something that may lose it has been seen since it was answered. */
 static void recent_publish(struct lock_client *lc)
 {
     struct owners *o = lc->owner_state;
+    struct lock_abandoned *late = NULL, *a;
     struct recent_shard *sh;
+    long long seen;
 
     if (self.recent_n == 0 || o == NULL)
         return;
-    sh = &o->recent[(unsigned long)self.number % RECENT_SHARDS];
+    sh = &o->recent[(unsigned long)(self.number + self.grant) % RECENT_SHARDS];
+    seen = atomic_load(&o->changes_seen);
     pthread_mutex_lock(&sh->mu);
     for (int i = 0; i < self.recent_n; i++) {
+        if (self.recent[i].changes < seen && (a = malloc(sizeof(*a))) != NULL) {
+            *a = self.recent[i];   /* a scan already passed: handed over now */
+            a->next = late;
+            late = a;
+            continue;
+        }
         sh->ring[sh->next] = self.recent[i];
         sh->next = (sh->next + 1) % RECENT_MAX;
         if (sh->n < RECENT_MAX)
@@ -190,6 +211,11 @@ static void recent_publish(struct lock_client *lc)
     }
     pthread_mutex_unlock(&sh->mu);
     self.recent_n = 0;
+    for (struct lock_abandoned *next; late; late = next) {
+        next = late->next;
+        owner_keep(late);
+        atomic_fetch_add(&lc->abandoned, 1);
+    }
 }
 
 void lock_owner_id(struct lock_client *lc, char *owner, size_t size)
@@ -200,7 +226,11 @@ void lock_owner_id(struct lock_client *lc, char *owner, size_t size)
     recent_suspect(lc);
     if (self.number == 0)
         self.number = atomic_fetch_add(&next_number, 1) + 1;
-    snprintf(owner, size, "%s:%ld", lc->cfg.instance_id, self.number);
+    if (!self.grant_live) {
+        self.grant++, self.grant_live = 1;
+        self.grant_changes = lc->redis ? rd_client_changes(lc->redis) : 0;
+    }
+    snprintf(owner, size, "%s:%ld.%ld", lc->cfg.instance_id, self.number, self.grant);
 }
 
 /* Keeps a (taken) to be given back later. */
@@ -248,7 +278,7 @@ static void settle(struct lock_client *lc)
         owner_keep(self.pend[i]);
     self.pending = 0;
     recent_publish(lc);
-    self.number = 0;
+    self.grant_live = 0;
 }
 
 void lock_owner_held(const struct lock_client *lc)
@@ -276,7 +306,9 @@ void lock_owner_released(struct lock_client *lc, const struct lock_grant *g, int
         self.holds--;
     if (answered && lc->redis && lc->ops->checks_owner && self.recent_n < OWN_RECENT_MAX) {
         abandoned_set(&self.recent[self.recent_n], lc, g);
-        self.recent[self.recent_n++].changes = rd_client_changes(lc->redis);
+        /* Stamped when its id was taken, before anything was sent: a change counted
+         * while its release was on its way is after the stamp, never lost. */
+        self.recent[self.recent_n++].changes = self.grant_changes;
     }
     settle(lc);
 }

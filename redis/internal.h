@@ -87,6 +87,9 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error
  * command timeout again when the thread has none. RD_FAIL with err (RD_E_TIMEOUT) when
  * the deadline has passed: the command must not be sent. */
 int rd_conn_deadline(struct rd_client *rc, struct rd_conn *cn, struct rd_error *err);
+/* How long the calling thread may wait for a reply now: the command timeout, or what is
+ * left of its deadline when that is less (<= 0: nothing). */
+long rd_wait_left(const struct rd_client *rc);
 /* Makes server's connection the calling thread's current one (what rd_drop and
  * rd_conn_failed act on). */
 void rd_thread_at(struct rd_client *rc, int server);
