@@ -233,6 +233,10 @@ static int grant_confirm(struct lock_client *lc, struct lock_grant *g, struct rd
         struct error why = { 0 };
         if (give_back(lc, g, NULL, NULL, &why) == LOCK_ERROR)
             lock_owner_failed(lc, g, why.fault, 1);
+        else if (g->depth == 1) {   /* kept as an answered release; its id retired */
+            lock_owner_held(lc);
+            lock_owner_released(lc, g, 1);
+        }
         lock_wait_released(lc, g);
     }
     return st;

@@ -91,7 +91,7 @@ struct lock_config {
 struct lock_grant {
     char item[LOCK_ITEM_MAX + 1];
     char key[LOCK_KEY_MAX];       /* "lock:{I}" */
-    char owner[LOCK_OWNER_MAX];   /* "<instance id>:<thread number>" */
+    char owner[LOCK_OWNER_MAX];   /* "<instance id>:<thread number>.<its grant>" */
     long long token;              /* fencing token; 0 for versions without one */
     long long acquired_ms;        /* monotonic time the granting try was sent */
     long long valid_until_ms;     /* monotonic end of the lease; 0 when it never expires */

@@ -381,6 +381,10 @@ static void trip_send(struct rd_client *rc, struct rd_trip *t)
     if ((t->server_ = rd_route(rc, t->slot_, &t->err)) < 0 ||
         (t->cn_ = rd_thread_conn(rc, t->server_, &t->err)) == NULL)
         return;
+    if (rd_conn_deadline(rc, t->cn_, &t->err) != RD_OK) {
+        t->cn_ = NULL;   /* not sent: the connection is as good as it was */
+        return;
+    }
     for (int k = 0; k < TRIP_BATCHES; k++)
         send_range(t->cn_->c, b[k], 0, b[k] ? b[k]->n : 0);
     while (!done && redisBufferWrite(t->cn_->c, &done) == REDIS_OK)
@@ -485,41 +489,79 @@ struct rd_reply *rd_eval(struct rd_client *rc, const struct rd_script *s, int ty
 
 /* --- several servers at once --- */
 
+/* A fan-out reply read: a server that never saw the script (or restarted) has it loaded
+ * and is asked again. 1 when *r is an answer, 0 when none came. */
+static int fanout_reply(struct rd_client *rc, struct rd_batch *b, struct rd_reply **r)
+{
+    struct rd_error err;
+
+    if ((*r)->fault != RD_E_NOSCRIPT || !b->script[0])
+        return 1;
+    rd_reply_free(*r);
+    *r = NULL;
+    if (rd_round_trip(rc, NULL, b, NULL, &err) != RD_OK)
+        return 0;
+    *r = b->reply[0];
+    b->reply[0] = NULL;
+    return 1;
+}
+
+/* Reads the fan-out's replies in the order they come, so that a server that does not
+ * answer holds back no other's, until each has answered or the time is up (the command
+ * timeout, or the thread's deadline); one that has not answered by then has its
+ * connection failed. Returns how many answered. */
+static int fanout_read(struct rd_client *const *rcs, int n, struct rd_batch *b,
+                       struct rd_conn **cn, struct rd_reply **replies)
+{
+    struct rd_conn *wait[RD_SERVERS_MAX];
+    int who[RD_SERVERS_MAX], waiting = 0, answered = 0;
+    long long until = clock_now_ms() + rd_wait_left(rcs[0]);
+    struct rd_error err;
+
+    for (int i = 0; i < n; i++)
+        if (cn[i] != NULL)
+            wait[waiting] = cn[i], who[waiting++] = i;
+    while (waiting > 0) {
+        long long left = until - clock_now_ms();
+        int k = left > 0 ? rd_conn_poll(wait, waiting, (long)left) : -1;
+        int i = k >= 0 ? who[k] : who[0];
+        void *r = NULL;
+
+        if (k >= 0 && !cn[i]->c->err && redisGetReply(cn[i]->c, &r) == REDIS_OK) {
+            replies[i] = r;
+            answered += fanout_reply(rcs[i], b, &replies[i]);
+        } else {
+            if (k < 0)
+                rd_fail(&err, RD_E_TIMEOUT, "no reply in time");
+            else
+                rd_context_error(cn[i]->c, "reply", &err);
+            rd_thread_at(rcs[i], 0);
+            rd_conn_failed(rcs[i], &err);
+            k = k >= 0 ? k : 0;
+        }
+        wait[k] = wait[waiting - 1], who[k] = who[waiting - 1];
+        waiting--;
+    }
+    return answered;
+}
+
 int rd_fanout(struct rd_client *const *rcs, int n, struct rd_batch *b, struct rd_reply **replies)
 {
     struct rd_conn *cn[RD_SERVERS_MAX];
     struct rd_error err;
-    int answered = 0;
 
     for (int i = 0; i < n; i++) {
         int done = 0;
         replies[i] = NULL;
         if ((cn[i] = rd_thread_conn(rcs[i], 0, &err)) == NULL)
             continue;
+        if (rd_conn_deadline(rcs[i], cn[i], &err) != RD_OK) {
+            cn[i] = NULL;
+            continue;
+        }
         send_range(cn[i]->c, b, 0, 1);
         while (!done && redisBufferWrite(cn[i]->c, &done) == REDIS_OK)
             ;
     }
-    for (int i = 0; i < n; i++) {
-        void *r = NULL;
-        if (cn[i] == NULL)
-            continue;
-        if (cn[i]->c->err || redisGetReply(cn[i]->c, &r) != REDIS_OK) {
-            rd_context_error(cn[i]->c, "reply", &err);
-            rd_conn_failed(rcs[i], &err);
-            continue;
-        }
-        replies[i] = r;
-        if (replies[i]->fault == RD_E_NOSCRIPT && b->script[0]) {
-            /* This server never saw the script (or restarted): load it, ask again. */
-            rd_reply_free(replies[i]);
-            replies[i] = NULL;
-            if (rd_round_trip(rcs[i], NULL, b, NULL, &err) != RD_OK)
-                continue;
-            replies[i] = b->reply[0];
-            b->reply[0] = NULL;
-        }
-        answered++;
-    }
-    return answered;
+    return fanout_read(rcs, n, b, cn, replies);
 }

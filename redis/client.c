@@ -92,6 +92,11 @@ long long rd_client_drops(const struct rd_client *rc)
     return atomic_load(&rc->drops);
 }
 
+long long rd_client_changes(const struct rd_client *rc)
+{
+    return atomic_load(&rc->changes);
+}
+
 void rd_client_redirects(const struct rd_client *rc, struct rd_redirects *out)
 {
     out->moved = atomic_load(&rc->moved);

@@ -45,6 +45,51 @@ static struct timeval timeval_of(long ms)
     return (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 }
 
+/* The calling thread's deadline for its commands (rd_thread_deadline); 0: none. */
+static _Thread_local long long thread_deadline_ms;
+
+void rd_thread_deadline(long long until_ms)
+{
+    thread_deadline_ms = until_ms;
+}
+
+/* How long a connect (and its AUTH) may take: the connect timeout, or what is left of
+ * the calling thread's deadline when that is less (<= 0: it has passed). */
+static long connect_ms(const struct rd_client *rc)
+{
+    long long left = thread_deadline_ms ? thread_deadline_ms - clock_now_ms()
+                                        : rc->connect_timeout_ms;
+
+    return left < rc->connect_timeout_ms ? (long)left : rc->connect_timeout_ms;
+}
+
+long rd_wait_left(const struct rd_client *rc)
+{
+    long long left = thread_deadline_ms ? thread_deadline_ms - clock_now_ms()
+                                        : rc->command_timeout_ms;
+
+    return left < rc->command_timeout_ms ? (long)left : rc->command_timeout_ms;
+}
+
+int rd_conn_deadline(struct rd_client *rc, struct rd_conn *cn, struct rd_error *err)
+{
+    long long left;
+
+    if (thread_deadline_ms == 0) {
+        if (cn->deadline_set)
+            redisSetTimeout(cn->c, timeval_of(rc->command_timeout_ms));
+        cn->deadline_set = 0;
+        return RD_OK;
+    }
+    if ((left = thread_deadline_ms - clock_now_ms()) <= 0)
+        return rd_fail(err, RD_E_TIMEOUT, "the deadline passed before the command was sent");
+    if (left > rc->command_timeout_ms)
+        left = rc->command_timeout_ms;
+    redisSetTimeout(cn->c, timeval_of(left));
+    cn->deadline_set = 1;
+    return RD_OK;
+}
+
 /* One command on cn within its timeout: rd_expect's contract. */
 static struct rd_reply *conn_vcommand(struct rd_conn *cn, int types, struct rd_error *err,
                                       const char *fmt, va_list ap)
@@ -131,17 +176,23 @@ struct rd_conn *rd_conn_connect_as(struct rd_client *rc, const char *host, int p
                                    const char *user, const char *password, struct rd_error *err)
 {
     struct rd_conn *cn = calloc(1, sizeof(*cn));
+    long limit;
 
     if (cn == NULL) {
         rd_fail(err, RD_E_NOMEM, "out of memory");
         return NULL;
     }
-    cn->c = redisConnectWithTimeout(host, port, timeval_of(rc->connect_timeout_ms));
+    if ((limit = connect_ms(rc)) <= 0) {
+        rd_fail(err, RD_E_CONNECT, "the deadline passed before %.64s:%d was connected to",
+                host, port);
+        goto out_close;
+    }
+    cn->c = redisConnectWithTimeout(host, port, timeval_of(limit));
     if (cn->c == NULL) {
         rd_fail(err, RD_E_NOMEM, "out of memory");
         goto out_close;
     }
-    if (cn->c->err || redisSetTimeout(cn->c, timeval_of(rc->connect_timeout_ms)) != REDIS_OK) {
+    if (cn->c->err || redisSetTimeout(cn->c, timeval_of(limit)) != REDIS_OK) {
         rd_context_error(cn->c, "connect", err);
         goto out_close;
     }
@@ -260,6 +311,7 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error
     if (cn) {                       /* broken, closed by the server, or its master moved */
         rd_thread_conn_close(rc, cn);
         atomic_fetch_add(&rc->drops, 1);
+        atomic_fetch_add(&rc->changes, 1);
     }
     for (int tries = 0;; tries++) {
         if ((cn = rc->locator->open(rc, server, err)) == NULL) {
@@ -267,6 +319,7 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error
              * server may have moved (a cluster's master died): the locator looks again. */
             if (err->fault == RD_E_CONNECTION || err->fault == RD_E_TIMEOUT)
                 err->fault = RD_E_CONNECT;
+            atomic_fetch_add(&rc->changes, 1);
             rd_tell_state(rc, 0, err->msg);
             if (rc->locator->forget)
                 rc->locator->forget(rc);
@@ -339,6 +392,7 @@ void rd_drop(struct rd_client *rc)
     if (cn) {
         rd_thread_conn_close(rc, cn);
         atomic_fetch_add(&rc->drops, 1);
+        atomic_fetch_add(&rc->changes, 1);
     }
 }
 
@@ -350,6 +404,14 @@ void rd_conn_failed(struct rd_client *rc, const struct rd_error *why)
      * locator knows the new one; Redis is not down. */
     if (cn && rc->locator->stale && rc->locator->stale(rc, cn)) {
         rd_drop(rc);
+        return;
+    }
+    /* A thread's own deadline missed (a renewal's): the server is slow, or cut off, for
+     * this thread's purpose; its late reply must not be read as the next command's, but
+     * nothing says it is down or moved. */
+    if (cn && cn->deadline_set && why->fault == RD_E_TIMEOUT) {
+        rd_thread_conn_close(rc, cn);
+        atomic_fetch_add(&rc->drops, 1);   /* (not a change: nothing may have been lost) */
         return;
     }
     rd_tell_state(rc, 0, why->msg);

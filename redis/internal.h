@@ -21,6 +21,7 @@ struct rd_conn {
                                      master's moves seen so far) */
     struct rd_client *listed;     /* in this client's list of connections (else NULL) */
     struct rd_conn *prev, *next;
+    int deadline_set;             /* its timeout is a thread deadline's (rd_conn_deadline) */
     /* Scripts loaded on this connection's server since it was made (SCRIPT LOAD), until
      * it said NOSCRIPT for one. Only the connection's thread uses it. */
     const struct rd_script *known[RD_SCRIPTS_KNOWN];
@@ -46,6 +47,7 @@ struct rd_client {
     pthread_key_t key;            /* the calling thread's struct rd_thread */
     atomic_int down;              /* 1 after on_state(0) was called, until a connect works */
     atomic_llong drops;
+    atomic_llong changes;         /* drops, servers found unreachable, masters moved */
     atomic_llong opens;           /* connections opened: moves on every reconnect */
     /* The threads' connections and those of rd_conn_open, so that another thread can cut
      * the stale ones (rd_client_cut_stale); a connection leaves the list as it closes. */
@@ -80,6 +82,14 @@ void rd_conn_moved(struct rd_client *rc);
 /* The calling thread's connection to server (made or made again as needed); NULL with
  * err. */
 struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error *err);
+/* Before a command on cn (one of the calling thread's): its timeout becomes what is left
+ * of the thread's deadline (rd_thread_deadline), at most the command timeout, or the
+ * command timeout again when the thread has none. RD_FAIL with err (RD_E_TIMEOUT) when
+ * the deadline has passed: the command must not be sent. */
+int rd_conn_deadline(struct rd_client *rc, struct rd_conn *cn, struct rd_error *err);
+/* How long the calling thread may wait for a reply now: the command timeout, or what is
+ * left of its deadline when that is less (<= 0: nothing). */
+long rd_wait_left(const struct rd_client *rc);
 /* Makes server's connection the calling thread's current one (what rd_drop and
  * rd_conn_failed act on). */
 void rd_thread_at(struct rd_client *rc, int server);

@@ -190,6 +190,9 @@ const char *rd_client_locator(const struct rd_client *rc);
 /* Connections dropped (an error broke it, the server closed it, or its master moved: the
  * next use connects again), since creation. */
 long long rd_client_drops(const struct rd_client *rc);
+/* What may have lost an answered write, counted since creation: connections dropped, a
+ * server found unreachable, a master that moved (Sentinel). Never moves in a steady run. */
+long long rd_client_changes(const struct rd_client *rc);
 /* Connections opened, since creation: it moves whenever a thread connects again (after
  * an error, a failover, a restart of the server). */
 long long rd_client_opens(const struct rd_client *rc);
@@ -257,6 +260,13 @@ struct rd_trip {
     struct rd_conn *cn_;
 };
 void rd_round_trips(struct rd_client *rc, struct rd_trip *trips, int n);
+
+/* Sets a deadline (monotonic ms, clock_now_ms's; 0: none) for the calling thread's
+ * commands from now on: each waits for its reply no longer than the time left (a
+ * watchdog renewing a lease must not wait on one server past the lease). A command that
+ * misses it fails as a timeout, and its connection is closed (its late reply would be
+ * read as the answer to the next command). */
+void rd_thread_deadline(long long until_ms);
 
 /* --- one command --- */
 

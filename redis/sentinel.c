@@ -103,7 +103,7 @@ static void answers_add(struct answers *a, const struct rd_server *at, const cha
 
 /* One round of asking: the caller and one asker thread per sentinel share it, and the
  * last of them to leave frees it (an asker behind a partition outlives the caller's
- * deadline, its own bounded by the connect timeout and the deadline). */
+ * deadline: a connect, two commands and a name lookup, each bounded by its timeout). */
 struct round {
     struct rd_client *rc;
     struct sentinel *s;
@@ -188,12 +188,14 @@ static void *asker_main(void *arg)
     return NULL;
 }
 
-/* Whether a round may end: every sentinel answered, or a majority of all of them named
- * one master (the rest cannot outvote it). */
-static int round_settled(const struct round *r, int n)
+/* Whether a round may end: every sentinel answered, or (unless all are awaited) a
+ * majority of all of them named one master (the rest cannot outvote it). */
+static int round_settled(const struct round *r, int n, int all)
 {
     if (r->pending == 0)
         return 1;
+    if (all)
+        return 0;
     for (int i = 0; i < r->a.n; i++)
         if (r->a.named[i] > n / 2)
             return 1;
@@ -201,12 +203,12 @@ static int round_settled(const struct round *r, int n)
 }
 
 /* Asks every sentinel for the master's address at once, each on its own thread, and
- * waits until they have all answered, a majority agree, or one connect timeout has
- * passed: a sentinel behind a partition (it answers nothing, and never resets) costs
- * the round nothing when the others agree, and at most that deadline when they do not.
- * RD_OK when at least one named a master, else RD_FAIL with err saying why (none
- * answered, or none knows the name). */
-static int ask(struct rd_client *rc, struct sentinel *s, struct answers *a,
+ * waits until they have all answered, a majority agree (unless all is set), or one
+ * connect timeout has passed: a sentinel behind a partition (it answers nothing, and
+ * never resets) costs the round nothing when the others agree, and at most that deadline
+ * when they do not. RD_OK when at least one named a master, else RD_FAIL with err saying
+ * why (none answered, or none knows the name). */
+static int ask(struct rd_client *rc, struct sentinel *s, int all, struct answers *a,
                struct rd_error *err)
 {
     struct round *rd = calloc(1, sizeof(*rd));
@@ -238,7 +240,8 @@ static int ask(struct rd_client *rc, struct sentinel *s, struct answers *a,
         }
         pthread_detach(t);
     }
-    while (!round_settled(rd, s->n) && clock_cond_wait_until(&rd->changed, &rd->mu, until) == 0)
+    while (!round_settled(rd, s->n, all) &&
+           clock_cond_wait_until(&rd->changed, &rd->mu, until) == 0)
         ;
     *a = rd->a;
     *err = rd->err;
@@ -268,6 +271,8 @@ static unsigned set_master(struct rd_client *rc, struct sentinel *s, const struc
     moved = s->known_once && strcmp(s->at_addr, now) != 0;
     if (!s->known || moved)
         atomic_fetch_add(&s->generation, 1);
+    if (moved)
+        atomic_fetch_add(&rc->changes, 1);
     s->at = *at;
     snprintf(s->at_addr, sizeof(s->at_addr), "%s", now);
     s->known = s->known_once = 1;
@@ -356,7 +361,13 @@ static struct rd_conn *sentinel_open(struct rd_client *rc, int server, struct rd
         cn->generation = gen;
         return cn;
     }
-    if (ask(rc, s, &a, err) != RD_OK)
+    if (ask(rc, s, 0, &a, err) != RD_OK)
+        return NULL;
+    if ((cn = confirm(rc, s, &a, err)) != NULL || a.answered == s->n)
+        return cn;
+    /* The majority's master is not one (the sentinels still name the old master just
+     * after a failover): the answers not yet in may name the new one. */
+    if (ask(rc, s, 1, &a, err) != RD_OK)
         return NULL;
     return confirm(rc, s, &a, err);
 }
@@ -413,7 +424,7 @@ static void listen_to(struct rd_client *rc, struct sentinel *s, int i)
     pthread_mutex_unlock(&s->mu);
     /* A switch missed while not subscribed: the sentinels' answer now says it (when they
      * agree; else the next connection sorts it out by ROLE). */
-    if (ask(rc, s, &a, &err) == RD_OK && a.n == 1)
+    if (ask(rc, s, 0, &a, &err) == RD_OK && a.n == 1)
         set_master(rc, s, &a.at[0]);
     while (!atomic_load(&s->stopping) && (r = rd_conn_read(cn, LISTEN_IDLE_MS)) != NULL) {
         if (r->type == RD_ARRAY && r->elements == 3 && r->element[2]->type == RD_STRING)

@@ -113,45 +113,51 @@ check_eq "  nothing sold, the grant given back" "17 3 3 0" "$(item_state -p "$R1
 # before its release, so the master's DEL never reaches them; the master is killed and a
 # replica promoted, holding the lock in A's name for the rest of its lease although A let
 # go and was told so. A's grants after the failover give it back (a connection dropped
-# since marks the thread's last answered releases as perhaps lost; one worker thread, so
-# that the thread that let g go is the one that sells next): B sells the item before
-# that lease would have run out.
-start_redis "${fast[@]}" || exit 1; M2=$REDIS_PORT M2_PID=$REDIS_PID
-start_redis --replicaof 127.0.0.1 "$M2" "${fast[@]}" || exit 1; S1=$REDIS_PORT
-start_redis --replicaof 127.0.0.1 "$M2" "${fast[@]}" || exit 1; S2=$REDIS_PORT
-sentinels_up 3000 "$M2" "$S1" "$S2"
-check "a second set: master, two replicas, three sentinels" wait_until 15 "" all_ready
-check "  both replicas acknowledge writes" wait_until 10 "" replica_acks 127.0.0.1 "$M2" 2
-rcli -p "$M2" mset "$(item_key stock g)" 20 "$(item_key stock h)" 20 >/dev/null
-flags=(--sentinel "$SENTINELS" --sentinel-master shop --lock v8 --ttl-ms 10000 --wait-ms 15000 --faults)
-start_service C "${flags[@]}" --combine 8 --workers 1 --name lost-a || exit 1
-start_service D "${flags[@]}" --name lost-b || exit 1
-check_eq "v8 on Sentinel: A sells g" 200 "$(sale "$C" g)"
-curl -s -o "$T_TMP/lr.json" "http://127.0.0.1:$C/inventory/sale?item=g&work_ms=1500" &
-lrpid=$!
-on_both() { [ "$(rcli -p "$S1" exists "$(item_key lock g)") $(rcli -p "$S2" exists "$(item_key lock g)")" = "1 1" ]; }
-check "  A holds g, and both replicas have its lock" wait_until 5 "" on_both
-dead=$(free_port)
-rcli -p "$S1" replicaof 127.0.0.1 "$dead" >/dev/null; rcli -p "$S2" replicaof 127.0.0.1 "$dead" >/dev/null
-wait "$lrpid"
-check "  A sold and let go (200)" jq -e '.ok == true' "$T_TMP/lr.json"
-check_eq "  the master has no lock:{g}; the cut replicas still have it" "0 1 1" \
-    "$(rcli -p "$M2" exists "$(item_key lock g)") $(rcli -p "$S1" exists "$(item_key lock g)") $(rcli -p "$S2" exists "$(item_key lock g)")"
-kill -9 "$M2_PID"; wait "$M2_PID" 2>/dev/null
-another_named() { local n; n=$(named "${SENTINEL_PORTS##* }"); [ -n "$n" ] && [ "$n" != "127.0.0.1:$M2" ]; }
-check "the master killed: the sentinels promote a replica" wait_until 20 "" another_named
-NEW=$(named "${SENTINEL_PORTS##* }"); NEW=${NEW##*:}
-left=$(rcli -p "$NEW" pttl "$(item_key lock g)"); t_left=$(date +%s%N)
-check "  the promoted replica holds A's lock on g, which A let go (PTTL ${left} ms)" test "${left:-0}" -gt 3000
-# A sells h until it has followed the failover, then once more: its grants give g back.
-sold_h=0
-for _ in $(seq 50); do [ "$(sale "$C" h)" = 200 ] && { sold_h=1; break; }; sleep 0.1; done
-check_eq "  A sells h on the promoted replica" 1 "$sold_h"
-check_eq "  and again" 200 "$(sale "$C" h)"
-code=$(sale "$D" g); took=$(( ($(date +%s%N) - t_left) / 1000000 ))
-check_eq "  B sells g" 200 "$code"
-check "  ${took} ms after the promotion was seen, before the ${left} ms its lease had left" test "$took" -lt "$left"
-check "  A counts it among its locks given back" \
-    sh -c "curl -s http://127.0.0.1:$C/metrics | grep -q '^inventory_lock_given_back_total [1-9]'"
+# since marks the client's last answered releases as perhaps lost, whichever thread made
+# them): B sells the item before that lease would have run out. Twice: with one combined
+# worker (the thread that let g go sells next), and with a thread per connection (the
+# thread that let g go ended with its connection; another gives g back).
+lost_release() {   # lost_release LABEL FLAG...: the scenario on instance A started with FLAG...
+    local label=$1; shift
+    start_redis "${fast[@]}" || exit 1; M2=$REDIS_PORT M2_PID=$REDIS_PID
+    start_redis --replicaof 127.0.0.1 "$M2" "${fast[@]}" || exit 1; S1=$REDIS_PORT
+    start_redis --replicaof 127.0.0.1 "$M2" "${fast[@]}" || exit 1; S2=$REDIS_PORT
+    sentinels_up 3000 "$M2" "$S1" "$S2"
+    check "$label: master, two replicas, three sentinels" wait_until 15 "" all_ready
+    check "  both replicas acknowledge writes" wait_until 10 "" replica_acks 127.0.0.1 "$M2" 2
+    rcli -p "$M2" mset "$(item_key stock g)" 20 "$(item_key stock h)" 20 >/dev/null
+    flags=(--sentinel "$SENTINELS" --sentinel-master shop --lock v8 --ttl-ms 10000 --wait-ms 15000 --faults)
+    start_service C "${flags[@]}" "$@" --name "lost-a$label" || exit 1
+    start_service D "${flags[@]}" --name "lost-b$label" || exit 1
+    check_eq "  v8 on Sentinel: A sells g" 200 "$(sale "$C" g)"
+    curl -s -o "$T_TMP/lr.json" "http://127.0.0.1:$C/inventory/sale?item=g&work_ms=1500" &
+    lrpid=$!
+    on_both() { [ "$(rcli -p "$S1" exists "$(item_key lock g)") $(rcli -p "$S2" exists "$(item_key lock g)")" = "1 1" ]; }
+    check "  A holds g, and both replicas have its lock" wait_until 5 "" on_both
+    dead=$(free_port)
+    rcli -p "$S1" replicaof 127.0.0.1 "$dead" >/dev/null; rcli -p "$S2" replicaof 127.0.0.1 "$dead" >/dev/null
+    wait "$lrpid"
+    check "  A sold and let go (200)" jq -e '.ok == true' "$T_TMP/lr.json"
+    check_eq "  the master has no lock:{g}; the cut replicas still have it" "0 1 1" \
+        "$(rcli -p "$M2" exists "$(item_key lock g)") $(rcli -p "$S1" exists "$(item_key lock g)") $(rcli -p "$S2" exists "$(item_key lock g)")"
+    kill -9 "$M2_PID"; wait "$M2_PID" 2>/dev/null
+    another_named() { local n; n=$(named "${SENTINEL_PORTS##* }"); [ -n "$n" ] && [ "$n" != "127.0.0.1:$M2" ]; }
+    check "  the master killed: the sentinels promote a replica" wait_until 20 "" another_named
+    NEW=$(named "${SENTINEL_PORTS##* }"); NEW=${NEW##*:}
+    left=$(rcli -p "$NEW" pttl "$(item_key lock g)"); t_left=$(date +%s%N)
+    check "  the promoted replica holds A's lock on g, which A let go (PTTL ${left} ms)" test "${left:-0}" -gt 3000
+    # A sells h until it has followed the failover, then once more: its grants give g back.
+    sold_h=0
+    for _ in $(seq 50); do [ "$(sale "$C" h)" = 200 ] && { sold_h=1; break; }; sleep 0.1; done
+    check_eq "  A sells h on the promoted replica" 1 "$sold_h"
+    check_eq "  and again" 200 "$(sale "$C" h)"
+    code=$(sale "$D" g); took=$(( ($(date +%s%N) - t_left) / 1000000 ))
+    check_eq "  B sells g" 200 "$code"
+    check "  ${took} ms after the promotion was seen, before the ${left} ms its lease had left" test "$took" -lt "$left"
+    check "  A counts it among its locks given back" \
+        sh -c "curl -s http://127.0.0.1:$C/metrics | grep -q '^inventory_lock_given_back_total [1-9]'"
+}
+lost_release " (one combined worker)" --combine 8 --workers 1
+lost_release " (a thread per connection)"
 
 t_report

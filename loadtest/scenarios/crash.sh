@@ -61,17 +61,11 @@ scenario_crash() {
 # answer in DIR/history.jsonl with the killed sale's. Sets SCN_FLAW and SCN_OBSERVED.
 crash_on_zookeeper() {
     local "$@"
-    local a b session granted t_kill first within=no hist=$dir/history.jsonl
+    local a b session t_kill first within=no hist=$dir/history.jsonl
     [ -x "$BUILD_DIR/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
     a=$(port_of 1); b=$(port_of 2)
-    session=$(zk_session_of "$a")
-    [ -n "$session" ] || { SCN_OBSERVED="instance 1's log names no session timeout"; return 1; }
-    granted=$(grants_of "$a")
-    mono_start
-    sale_hist "$dir" "$item" "$a" "work_ms=30000" "$dir/held.jsonl" > /dev/null &
-    BG_PIDS="$BG_PIDS $!"
-    wait_until 5 "" granted_more "$a" "$granted" ||
-        { SCN_OBSERVED="the first sale never took the lock"; return 1; }
+    zk_hold "$dir" "$item" "$a" "work_ms=30000" "$dir/held.jsonl" || return 1
+    session=$SESSION
     sleep 0.05
     kill -9 "$(pid_of 1)"
     t_kill=$(mono_now_ns)

@@ -289,6 +289,22 @@ grants_of() {
 }
 # granted_more PORT N: the instance on PORT was granted more than N locks.
 granted_more() { [ "$(grants_of "$1")" -gt "$2" ]; }
+# zk_hold DIR ITEM PORT QUERY HISTORY: a sale of ITEM on the instance on PORT, QUERY added
+# (its work), started in the background (sale_hist; its pid in BG_PIDS) and waited for
+# until the instance's grants say it took the lock (5 s at most). Sets SESSION to the
+# instance's session timeout (ms); fails with SCN_OBSERVED set when it has none, or the
+# lock was not taken.
+zk_hold() {
+    local granted
+    SESSION=$(zk_session_of "$3")
+    [ -n "$SESSION" ] || { SCN_OBSERVED="instance 1's log names no session timeout"; return 1; }
+    granted=$(grants_of "$3")
+    mono_start
+    sale_hist "$1" "$2" "$3" "${4//@SESSION@/$SESSION}" "$5" > /dev/null &
+    BG_PIDS="$BG_PIDS $!"
+    wait_until 5 "" granted_more "$3" "$granted" ||
+        { SCN_OBSERVED="the first sale never took the lock"; return 1; }
+}
 # zk_server_id HOST:PORT: the number of the server at HOST:PORT: its place in ZK_CONNECT.
 zk_server_id() { zk_servers | awk -v a="$1" '$0 == a { print NR; exit }'; }
 # zk_server_pid ID: the pid of the ensemble's server ID, from its pid file in ZK_DIR (the

@@ -58,17 +58,11 @@ scenario_pause() {
 # outlasted it: nothing to show).
 pause_on_zookeeper() {
     local "$@"
-    local a b pid session granted t_stop t_cont during answer hist=$dir/history.jsonl
+    local a b pid session t_stop t_cont during answer hist=$dir/history.jsonl
     [ -x "$BUILD_DIR/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
     a=$(port_of 1); b=$(port_of 2); pid=$(pid_of 1)
-    session=$(zk_session_of "$a")
-    [ -n "$session" ] || { SCN_OBSERVED="instance 1's log names no session timeout"; return 1; }
-    granted=$(grants_of "$a")
-    mono_start
-    sale_hist "$dir" "$item" "$a" "work_ms=$session" "$dir/paused.jsonl" > /dev/null &
-    BG_PIDS="$BG_PIDS $!"
-    wait_until 5 "" granted_more "$a" "$granted" ||
-        { SCN_OBSERVED="the first sale never took the lock"; return 1; }
+    zk_hold "$dir" "$item" "$a" "work_ms=@SESSION@" "$dir/paused.jsonl" || return 1
+    session=$SESSION
     sleep 0.1
     kill -STOP "$pid"
     t_stop=$(mono_now_ns)

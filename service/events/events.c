@@ -108,7 +108,8 @@ static long long now_us(void)
     return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* The thread's lane, from an owner id "<instance id>:<thread number>": the number. */
+/* The thread's lane, from an owner id "<instance id>:<thread number>.<grant>": the
+ * number. */
 static long long lane_of(const char *owner)
 {
     const char *colon = strrchr(owner, ':');
