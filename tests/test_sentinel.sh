@@ -71,7 +71,8 @@ check "  a clear log line" grep -q "no sentinel of 1 answered for master shop" "
 check "  the body says redis_unavailable" sh -c "curl -s http://127.0.0.1:$D/inventory/sale?item=s | grep -q redis_unavailable"
 
 # A sentinel of our own beside the three (a real one, quorum 1), told a wrong master.
-# rogue_sentinel NAME HOST PORT [EPOCH]: starts it monitoring NAME at HOST:PORT; sets ROGUE.
+# rogue_sentinel NAME HOST PORT [EPOCH]: starts it monitoring NAME at HOST:PORT; sets ROGUE
+# (its port) and adds its pid to ROGUE_PIDS.
 rogue_sentinel() {
     local port
     port=$(free_port)
@@ -84,7 +85,7 @@ rogue_sentinel() {
     esac
     redis-server "$T_TMP/rogue-$port/sentinel.conf" --sentinel > "$T_TMP/rogue-$port.log" 2>&1 &
     T_PIDS="$T_PIDS $!"
-    ROGUE=$port
+    ROGUE=$port ROGUE_PIDS="${ROGUE_PIDS:-} $!"
     wait_until 10 "" sh -c "redis-cli -p $port sentinel get-master-addr-by-name $1 | grep -q $3"
 }
 # remonitor SENTINEL NAME PORT: tells the sentinel on SENTINEL that NAME is at PORT now.
@@ -149,6 +150,9 @@ rogue_sentinel shop localhost "$NEW_MASTER" "$EPOCH"
 start_service D --sentinel "127.0.0.1:$SENTINEL_PORT,127.0.0.1:$ROGUE" --sentinel-master shop --lock v8 --name spelt || exit 1
 check_eq "  the fourth names it as localhost" localhost "$(redis-cli -p "$ROGUE" sentinel get-master-addr-by-name shop | head -n 1)"
 check_eq "one sentinel names the master as localhost, the other as 127.0.0.1: sold" 200 "$(sale "$D" s)"
+# The rogue sentinels go (they share the name "shop" with the sentinels started below:
+# left running, they join those sentinels' view of it).
+kill $ROGUE_PIDS 2>/dev/null
 
 # One of three sentinels not answering (stopped: it accepts a connection, as a host behind
 # a partition does not, but never answers): the sentinels are asked at once and two that
