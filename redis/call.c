@@ -172,13 +172,14 @@ int rd_script_load(struct rd_client *rc, const struct rd_script *s, const char *
     int server = rd_route(rc, key ? (int)rd_key_slot(key, strlen(key)) : RD_SLOT_NONE, err);
     struct rd_conn *cn = server >= 0 ? rd_thread_conn(rc, server, err) : NULL;
 
-    if (cn == NULL)
-        return RD_FAIL;
-    if (is_known(cn, s) || script_load(cn, s, err) == RD_OK)
-        return RD_OK;
-    if (rd_fault_is_io(err->fault))
+    int st = RD_FAIL;
+
+    if (cn != NULL && (is_known(cn, s) || (st = script_load(cn, s, err)) == RD_OK))
+        st = RD_OK;
+    else if (cn != NULL && rd_fault_is_io(err->fault))
         rd_conn_failed(rc, err);
-    return RD_FAIL;
+    rd_health_leave(rc);
+    return st;
 }
 
 /* The one NOSCRIPT path: loads every script Redis said it did not have; sends those of
@@ -401,6 +402,16 @@ static void trip_read(struct rd_trip *t)
         t->status = read_range(t->cn_->c, b[k], 0, b[k] ? b[k]->n : 0, &t->err);
 }
 
+/* What trip t's end says of its server's health: it answered, or it did not within the
+ * command timeout (a thread's own shorter deadline missed says nothing of the server). */
+static void trip_health(struct rd_client *rc, const struct rd_trip *t)
+{
+    if (t->status == RD_OK)
+        rd_health_answered(rc, t->server_);
+    else if (t->err.fault == RD_E_TIMEOUT && !t->cn_->deadline_set)
+        rd_health_failed(rc, t->server_);
+}
+
 /* What a trip's replies ask for: scripts loaded and sent again (NOSCRIPT), commands sent
  * where a cluster says (MOVED, ASK, TRYAGAIN); then a broken connection dropped, or one
  * to a server that no longer takes writes. */
@@ -410,6 +421,7 @@ static void trip_finish(struct rd_client *rc, struct rd_trip *t)
 
     if (t->cn_ == NULL)
         return;
+    trip_health(rc, t);
     rd_thread_at(rc, t->server_);   /* what a failure drops: this trip's connection, or */
     if (t->status == RD_OK)
         t->status = resend_noscript(t->cn_, t->before, t->main, t->after, &t->err);
@@ -432,6 +444,7 @@ void rd_round_trips(struct rd_client *rc, struct rd_trip *trips, int n)
      * commands be sent again (on a connection another trip used). */
     for (int i = 0; i < n; i++)
         trip_finish(rc, &trips[i]);
+    rd_health_leave(rc);
 }
 
 int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch *main,
@@ -563,5 +576,9 @@ int rd_fanout(struct rd_client *const *rcs, int n, struct rd_batch *b, struct rd
         while (!done && redisBufferWrite(cn[i]->c, &done) == REDIS_OK)
             ;
     }
-    return fanout_read(rcs, n, b, cn, replies);
+    int answered = fanout_read(rcs, n, b, cn, replies);
+
+    for (int i = 0; i < n; i++)
+        rd_health_leave(rcs[i]);
+    return answered;
 }

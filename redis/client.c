@@ -19,18 +19,26 @@ static void client_free(struct rd_client *rc)
     free(rc->user);
     free(rc->password);
     pthread_mutex_destroy(&rc->conns_mu);
+    pthread_mutex_destroy(&rc->gate_mu);
+    pthread_cond_destroy(&rc->gate_cv);
     free(rc);
 }
 
 struct rd_client *rd_client_create(const struct rd_config *cfg, struct rd_error *err)
 {
     struct rd_client *rc = calloc(1, sizeof(*rc));
+    pthread_condattr_t ca;
 
     if (rc == NULL) {
         rd_fail(err, RD_E_NOMEM, "out of memory");
         return NULL;
     }
     pthread_mutex_init(&rc->conns_mu, NULL);
+    pthread_mutex_init(&rc->gate_mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* health.c waits on this clock */
+    pthread_cond_init(&rc->gate_cv, &ca);
+    pthread_condattr_destroy(&ca);
     rc->locator = cfg->cluster     ? &rd_cluster_locator
                   : cfg->sentinels ? &rd_sentinel_locator
                                    : &rd_single_locator;

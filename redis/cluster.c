@@ -116,13 +116,18 @@ static int read_map(struct rd_client *rc, struct cluster *c, struct rd_error *er
         pthread_mutex_unlock(&c->read_mu);
         return rd_fail(err, RD_E_NOMEM, "out of memory");
     }
-    for (int i = 0; st != RD_OK && i < atomic_load(&c->nodes) + c->seeds; i++, tried++) {
-        int n = atomic_load(&c->nodes);
-        const struct rd_server *at = i < n ? &c->node[i] : &c->seed[i - n];
-        for (int s = 0; s < RD_SLOTS; s++)
-            map[s] = -1;
-        st = ask_map(rc, c, at, map, err);
-    }
+    /* The nodes marked down last: one cut off would hold the reader for a connect. */
+    for (int pass = 0; pass < 2 && st != RD_OK; pass++)
+        for (int i = 0; st != RD_OK && i < atomic_load(&c->nodes) + c->seeds; i++) {
+            int n = atomic_load(&c->nodes);
+            const struct rd_server *at = i < n ? &c->node[i] : &c->seed[i - n];
+            if ((i < n && rd_health_is_down(rc, i)) != pass)
+                continue;
+            for (int s = 0; s < RD_SLOTS; s++)
+                map[s] = -1;
+            st = ask_map(rc, c, at, map, err);
+            tried++;
+        }
     atomic_fetch_add(&rc->map_reads, 1);
     if (st == RD_OK) {
         for (int s = 0; s < RD_SLOTS; s++)
@@ -185,6 +190,24 @@ static void cluster_forget(struct rd_client *rc)
     atomic_store(&c->stale, 1);
 }
 
+static int cluster_peek(struct rd_client *rc, int slot)
+{
+    struct cluster *c = rc->locator_state;
+
+    return slot >= 0 && slot < RD_SLOTS ? atomic_load_explicit(&c->slot[slot], memory_order_relaxed)
+                                        : -1;
+}
+
+static int cluster_describe(struct rd_client *rc, int server, char *buf, size_t size)
+{
+    struct cluster *c = rc->locator_state;
+
+    if (server < 0 || server >= atomic_load(&c->nodes))
+        return RD_FAIL;
+    snprintf(buf, size, "%s:%d", c->node[server].host, c->node[server].port);
+    return RD_OK;
+}
+
 /* "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381". */
 static int cluster_redirected(struct rd_client *rc, const struct rd_reply *r, int moved)
 {
@@ -238,4 +261,7 @@ const struct rd_locator rd_cluster_locator = {
     .open = cluster_open,
     .forget = cluster_forget,
     .redirected = cluster_redirected,
+    .marks_down = 1,
+    .peek = cluster_peek,
+    .describe = cluster_describe,
 };

@@ -303,6 +303,8 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error
         rd_fail(err, RD_E_NOMEM, "out of memory, or server %d out of range", server);
         return NULL;
     }
+    if (rd_health_enter(rc, t, server, err) != RD_OK)
+        return NULL;   /* marked down, or its gate full: nothing sent, nothing changed */
     t->at = server;
     if ((cn = t->conn[server]) != NULL && usable(rc, cn, now)) {
         cn->used_ms = now;
@@ -321,6 +323,8 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error
                 err->fault = RD_E_CONNECT;
             atomic_fetch_add(&rc->changes, 1);
             rd_tell_state(rc, 0, err->msg);
+            if (thread_deadline_ms == 0)   /* (a deadline's short connect says nothing) */
+                rd_health_failed(rc, server);
             if (rc->locator->forget)
                 rc->locator->forget(rc);
             return NULL;

@@ -32,7 +32,23 @@ struct rd_conn {
 struct rd_thread {
     struct rd_client *rc;
     int at;                       /* the server of the connection last handed out */
+    /* health.c: the servers this thread's call entered, counted at their gate, probes */
+    unsigned long long inside, called, gated, probe;
     struct rd_conn *conn[RD_SERVERS_KNOWN];
+};
+
+/* health.c: what one server (a cluster node) has shown this client. */
+struct rd_health {
+    int inside, peak;             /* gated callers inside a trip to it now, the most at
+                                     once (under the client's gate_mu) */
+    long long stalled_ms;         /* a gated wait for it gave up then (gate_mu) */
+    atomic_llong answered_ms;     /* monotonic: its last answer */
+    atomic_int calls;             /* callers inside a call to it now, gated or not */
+    atomic_llong busy_ms;         /* when calls last went from 0 to 1 */
+    atomic_llong down_ms;         /* marked down then (no answer in time); 0: up */
+    atomic_llong probe_ms;        /* a probe may go from then */
+    atomic_int probing;           /* a probe is under way */
+    atomic_llong marked, refused_down, refused_full;
 };
 
 struct rd_client {
@@ -55,11 +71,29 @@ struct rd_client {
     struct rd_conn *conns;
     /* A cluster's redirects (rd_client_redirects). */
     atomic_llong moved, ask, tryagain, tryagain_wait_ms, map_reads;
+    /* health.c: each server's state, and the gate (0: none) of the gated threads. */
+    struct rd_health health[RD_SERVERS_KNOWN];
+    int gate;
+    pthread_mutex_t gate_mu;
+    pthread_cond_t gate_cv;       /* a gated caller left a server (CLOCK_MONOTONIC) */
 };
 
 /* locate.c, sentinel.c and cluster.c: the locators. */
 extern const struct rd_locator rd_single_locator, rd_sentinel_locator, rd_cluster_locator;
 
+
+/* health.c (its header says how a node is marked down, and the gate) */
+/* The calling thread t enters server for a call: RD_OK, or RD_FAIL with err (RD_E_CONNECT:
+ * nothing sent) when the server is marked down and no probe is due, or its gate stays
+ * full. Entering a server the thread is already in is free. */
+int rd_health_enter(struct rd_client *rc, struct rd_thread *t, int server, struct rd_error *err);
+/* The server answered (it is up); it did not in time, or refused a connect (marked down). */
+void rd_health_answered(struct rd_client *rc, int server);
+void rd_health_failed(struct rd_client *rc, int server);
+/* 1 when server is marked down now, or silent (rd_key_silent). */
+int rd_health_is_down(const struct rd_client *rc, int server);
+/* The calling thread's call ends: it leaves every server it entered. */
+void rd_health_leave(struct rd_client *rc);
 
 /* reply.c: the reply reader's functions, making struct rd_reply (error replies typed). */
 extern redisReplyObjectFunctions rd_reply_functions;

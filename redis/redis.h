@@ -203,6 +203,32 @@ struct rd_redirects {
     long long moved, ask, tryagain, tryagain_wait_ms, map_reads;
 };
 void rd_client_redirects(const struct rd_client *rc, struct rd_redirects *out);
+/* A cluster node as this client has seen it (rd_client_health). */
+struct rd_node_health {
+    char node[272];               /* "HOST:PORT" */
+    int down;                     /* marked down now: no answer in time, calls fail at once
+                                     until a probe is answered */
+    int inside, peak;             /* gated callers (rd_thread_gate) inside a call to it
+                                     now, and the most at once */
+    long long marked;             /* times it was marked down */
+    long long refused_down, refused_full;   /* calls failed at once: marked down; its gate
+                                               full and the node silent */
+};
+/* Server number server's health (rd_key_server's numbers, 0 up): RD_OK, or RD_FAIL when
+ * the client has no such server or marks none down (not a cluster). */
+int rd_client_health(struct rd_client *rc, int server, struct rd_node_health *out);
+/* At most most of the gated threads (rd_thread_gate) inside a call to one cluster node at
+ * once (0: no cap; the default). A gated caller that finds its node's cap reached waits
+ * up to 20 ms for a reply to free a place, else fails at once (RD_E_CONNECT, not sent). */
+void rd_client_gate(struct rd_client *rc, int most);
+/* 1 when the cluster node that serves key (as far as the client knows, asking no one)
+ * is not answering: marked down, or a call has waited on it RD_SILENT_MS with no answer
+ * from it meanwhile (a call for it now would wait too). 0 otherwise, and on one Redis.
+ * Never blocks. */
+enum { RD_SILENT_MS = 100 };
+int rd_key_silent(struct rd_client *rc, const char *key);
+/* The calling thread is one of the callers the gate counts (1) or not (0: the default). */
+void rd_thread_gate(int on);
 /* Forgets the calling thread's connection (after an error the layer did not see). */
 void rd_drop(struct rd_client *rc);
 
@@ -348,6 +374,13 @@ struct rd_locator {
     int (*stale)(struct rd_client *rc, const struct rd_conn *cn);
     int check_each_use;   /* 1: ask before each use whether the server closed the
                              connection (the master may have moved) */
+    int marks_down;       /* 1: a server that did not answer in time is marked down
+                             (health.c: a cluster's nodes) */
+    /* Optional: the server of slot by what is known now, never asking anyone (-1: none
+     * known). */
+    int (*peek)(struct rd_client *rc, int slot);
+    /* Optional: server's "HOST:PORT" into buf; RD_OK, or RD_FAIL when there is none. */
+    int (*describe)(struct rd_client *rc, int server, char *buf, size_t size);
 };
 
 #endif

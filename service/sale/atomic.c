@@ -1,7 +1,10 @@
 /* atomic.c - The atomic sale, a baseline and no lock: the store sells each item's waiting
  * sales whole by itself (on Redis, one script per item). It runs on an event loop: one
  * thread takes everything queued, groups it by item, has the store sell every group at
- * once (one round trip per server), and resumes the connections. */
+ * once (one round trip per server), and resumes the connections. Where the store's items
+ * are spread over servers (a Redis Cluster), that thread hands each sale to its server's
+ * lane, a thread of its own: a server that stops answering holds only its own items'
+ * sales, never the others'. */
 #include "service/sale/engine.h"
 
 #include <pthread.h>
@@ -13,12 +16,32 @@
 
 enum { GROUPS_MAX = 64 };
 
-/* The queue; mu guards it and stopping. */
+/* A queue of sales and the thread that serves it: the engine's own (every sale comes
+ * here first) and, for spread items, one lane per server. */
+struct lane {
+    struct sale_job *head, *tail;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int started;
+};
+
+/* mu guards every queue, stopping and started. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static struct sale_job *queue_head, *queue_tail;
+static struct lane front = { .cv = PTHREAD_COND_INITIALIZER };
+static struct lane lanes[STORE_SERVERS_MAX];
 static int stopping, started;
-static pthread_t thread;
+
+/* Appends j to l's queue and wakes its thread; with mu held. */
+static void lane_push(struct lane *l, struct sale_job *j)
+{
+    j->next = NULL;
+    if (l->tail)
+        l->tail->next = j;
+    else
+        l->head = j;
+    l->tail = j;
+    pthread_cond_signal(&l->cv);
+}
 
 /* The group of j's item among groups[0..*ng), or a new one: a sale with an idempotency key
  * goes alone. NULL when every group is taken. */
@@ -49,7 +72,7 @@ static void sell_groups(struct store_group *groups, int ng)
 /* One round: the queued jobs grouped by item, sold, answered. */
 static void serve(struct sale_job *jobs)
 {
-    static struct store_group groups[GROUPS_MAX];   /* the engine thread's alone */
+    static _Thread_local struct store_group groups[GROUPS_MAX];   /* each lane's own */
     struct store_group *g;
     int ng = 0;
 
@@ -68,24 +91,87 @@ static void serve(struct sale_job *jobs)
     sell_groups(groups, ng);
 }
 
+/* Serves jobs, then resumes their connections. */
+static void serve_and_resume(struct sale_job *jobs)
+{
+    serve(jobs);
+    for (struct sale_job *j = jobs, *next; j; j = next) {
+        next = j->next; /* the job may be freed as soon as its connection resumes */
+        engine_resume(j);
+    }
+}
+
+/* A lane's thread (arg: its struct lane): serves what its queue holds, all of it at
+ * once, until the engine stops. */
+static void *lane_main(void *arg)
+{
+    struct lane *l = arg;
+
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        while (l->head == NULL && !stopping)
+            pthread_cond_wait(&l->cv, &mu);
+        if (l->head == NULL && stopping)
+            break;
+        struct sale_job *jobs = l->head;
+        l->head = l->tail = NULL;
+        pthread_mutex_unlock(&mu);
+        serve_and_resume(jobs);
+        pthread_mutex_lock(&mu);
+    }
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+
+/* Hands each of jobs to the lane of its item's server (started on first use; lane 0 when
+ * the store cannot say, where the sale answers as the store does). A job whose lane
+ * cannot be started is served here. */
+static void dispatch(struct sale_job *jobs)
+{
+    struct sale_job *here = NULL;
+
+    for (struct sale_job *j = jobs, *next; j; j = next) {
+        int s = svc_store->ops->item_server(svc_store, j->item);
+        struct lane *l = &lanes[s >= 0 && s < STORE_SERVERS_MAX ? s : 0];
+
+        next = j->next;
+        if (engine_answer_silent(j))   /* its lane waits on a server that does not answer */
+            continue;
+        pthread_mutex_lock(&mu);
+        if (!l->started && pthread_create(&l->thread, NULL, lane_main, l) == 0)
+            l->started = 1;
+        if (l->started)
+            lane_push(l, j);
+        pthread_mutex_unlock(&mu);
+        if (!l->started) {
+            j->next = here;
+            here = j;
+        }
+    }
+    if (here)
+        serve_and_resume(here);
+}
+
+/* The engine's thread: takes what is queued and serves it, or (spread items) hands it to
+ * the lanes. */
 static void *atomic_main(void *arg)
 {
+    int spread = svc_store->spread && svc_store->ops->item_server;
+
     (void)arg;
     pthread_mutex_lock(&mu);
     for (;;) {
-        while (queue_head == NULL && !stopping)
-            pthread_cond_wait(&cv, &mu);
-        if (queue_head == NULL && stopping)
+        while (front.head == NULL && !stopping)
+            pthread_cond_wait(&front.cv, &mu);
+        if (front.head == NULL && stopping)
             break;
-        struct sale_job *jobs = queue_head;
-        queue_head = queue_tail = NULL;
+        struct sale_job *jobs = front.head;
+        front.head = front.tail = NULL;
         pthread_mutex_unlock(&mu);
-
-        serve(jobs);
-        for (struct sale_job *j = jobs, *next; j; j = next) {
-            next = j->next; /* the job may be freed as soon as its connection resumes */
-            engine_resume(j);
-        }
+        if (spread)
+            dispatch(jobs);
+        else
+            serve_and_resume(jobs);
         pthread_mutex_lock(&mu);
     }
     pthread_mutex_unlock(&mu);
@@ -94,7 +180,6 @@ static void *atomic_main(void *arg)
 
 static void atomic_submit(struct sale_job *j)
 {
-    j->next = NULL;
     pthread_mutex_lock(&mu);
     if (!started || stopping) {
         /* Shutting down: nothing is sold; the client may try again. */
@@ -103,32 +188,40 @@ static void atomic_submit(struct sale_job *j)
         engine_resume(j);
         return;
     }
-    if (queue_tail)
-        queue_tail->next = j;
-    else
-        queue_head = j;
-    queue_tail = j;
-    pthread_cond_signal(&cv);
+    lane_push(&front, j);
     pthread_mutex_unlock(&mu);
 }
 
 static int atomic_start(void)
 {
-    if (pthread_create(&thread, NULL, atomic_main, NULL) != 0)
+    for (int i = 0; i < STORE_SERVERS_MAX; i++)
+        pthread_cond_init(&lanes[i].cv, NULL);
+    if (pthread_create(&front.thread, NULL, atomic_main, NULL) != 0)
         return -1;
     started = 1;
     return 0;
 }
 
+/* Stops the engine's thread (what it holds is handed on), then the lanes (each serves
+ * what it holds first). */
 static void atomic_stop(void)
 {
     if (!started)
         return;
     pthread_mutex_lock(&mu);
     stopping = 1;
-    pthread_cond_signal(&cv);
+    pthread_cond_signal(&front.cv);
     pthread_mutex_unlock(&mu);
-    pthread_join(thread, NULL);
+    pthread_join(front.thread, NULL);
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < STORE_SERVERS_MAX; i++)
+        pthread_cond_signal(&lanes[i].cv);
+    pthread_mutex_unlock(&mu);
+    for (int i = 0; i < STORE_SERVERS_MAX; i++)
+        if (lanes[i].started) {
+            pthread_join(lanes[i].thread, NULL);
+            lanes[i].started = 0;
+        }
     started = 0;
 }
 

@@ -33,6 +33,11 @@ struct sale_job {
     struct sale_job *next;        /* the engine's queue */
 };
 
+/* A sale whose item's store server is not answering (a spread store's item_silent) is
+ * answered 503 at once, its connection resumed: 1 when j was answered so (j may then be
+ * freed at once), else 0. Never blocks. */
+int engine_answer_silent(struct sale_job *j);
+
 /* Marks j answered (rq.out set) and resumes its connection; j may be freed at once. */
 static inline void engine_resume(struct sale_job *j)
 {

@@ -21,6 +21,7 @@
 #include "service/config/config.h"
 #include "service/metrics/metrics.h"
 #include "service/sale/sale.h"
+#include "service/store/store.h"
 
 /* One item's line of sales. */
 struct line {
@@ -206,6 +207,8 @@ static void *worker_main(void *arg)
     struct line *l;
 
     (void)arg;
+    if (svc_store->ops->worker)   /* a store server that stops answering holds half at most */
+        svc_store->ops->worker(svc_store, svc.workers);
     pthread_mutex_lock(&mu);
     for (;;) {
         idle++;
@@ -311,6 +314,8 @@ static void workers_submit(struct sale_job *j)
     struct line *l = NULL;
     int down;
 
+    if (engine_answer_silent(j))   /* its server does not answer: no worker waits on it */
+        return;
     j->next = NULL;
     j->deadline_ms = clock_now_ms() + svc.wait_ms;
     pthread_mutex_lock(&mu);

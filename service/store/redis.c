@@ -179,8 +179,70 @@ static void counter(FILE *out, const char *name, const char *help, long long val
     fprintf(out, "# HELP %s %s\n# TYPE %s counter\n%s %lld\n", name, help, name, name, value);
 }
 
+/* On a cluster: the node that serves item's slot (rd_key_server's number). */
+static int rs_item_server(struct store *s, const char *item)
+{
+    char key[RS_KEY_MAX];
+    struct rd_error why;
+    int server = rd_key_server(s->redis, rs_key(&key, RS_STOCK, item), &why);
+
+    return server < STORE_SERVERS_MAX ? server : -1;
+}
+
+/* On a cluster: item's node is not answering (rd_key_silent). */
+static int rs_item_silent(struct store *s, const char *item)
+{
+    char key[RS_KEY_MAX];
+
+    return rd_key_silent(s->redis, rs_key(&key, RS_STOCK, item));
+}
+
+/* The calling thread is a sale worker: at most half of them inside a call to one node. */
+static void rs_worker(struct store *s, int workers)
+{
+    rd_client_gate(s->redis, workers / 2 > 0 ? workers / 2 : 1);
+    rd_thread_gate(1);
+}
+
+/* A cluster's nodes as the client has seen them: marked down, the most sale workers
+ * inside a call to one at once, the calls failed at once. */
+static void node_metrics(struct store *s, FILE *out)
+{
+    static const char *const help[] = {
+        "inventory_redis_node_down 1 while the cluster node is marked down (no answer "
+        "within the command timeout, or a connect refused): its calls fail at once, not "
+        "sent, until a probe is answered.\n# TYPE inventory_redis_node_down gauge",
+        "inventory_redis_node_marked_down_total Times the node was marked down.\n"
+        "# TYPE inventory_redis_node_marked_down_total counter",
+        "inventory_redis_node_workers_peak The most sale workers inside a call to the node "
+        "at once (at most half of them: --workers).\n"
+        "# TYPE inventory_redis_node_workers_peak gauge",
+        "inventory_redis_node_refused_total Calls failed at once, not sent: the node marked "
+        "down, or half the workers inside a call to it and it silent.\n"
+        "# TYPE inventory_redis_node_refused_total counter",
+    };
+    struct rd_node_health h;
+
+    for (int m = 0; m < 4; m++) {
+        fprintf(out, "# HELP %s\n", help[m]);
+        for (int i = 0; rd_client_health(s->redis, i, &h) == RD_OK; i++)
+            if (m == 0)
+                fprintf(out, "inventory_redis_node_down{node=\"%s\"} %d\n", h.node, h.down);
+            else if (m == 1)
+                fprintf(out, "inventory_redis_node_marked_down_total{node=\"%s\"} %lld\n",
+                        h.node, h.marked);
+            else if (m == 2)
+                fprintf(out, "inventory_redis_node_workers_peak{node=\"%s\"} %d\n", h.node,
+                        h.peak);
+            else
+                fprintf(out, "inventory_redis_node_refused_total{node=\"%s\",reason=\"down\"} "
+                        "%lld\ninventory_redis_node_refused_total{node=\"%s\",reason=\"silent\"} "
+                        "%lld\n", h.node, h.refused_down, h.node, h.refused_full);
+    }
+}
+
 /* Its connections, a cluster's redirects and slot map reads (all 0 on one Redis), the
- * sales its replicas did not confirm. */
+ * sales its replicas did not confirm; a cluster's nodes' health. */
 static void rs_metrics(struct store *s, FILE *out)
 {
     struct redis_store *rs = redis_of(s);
@@ -208,6 +270,8 @@ static void rs_metrics(struct store *s, FILE *out)
     counter(out, "inventory_redis_cluster_map_reads_total",
             "Times the cluster's slot map was read (at start, after MOVED, once per burst).",
             r.map_reads);
+    if (strcmp(rd_client_locator(s->redis), "cluster") == 0)
+        node_metrics(s, out);
 }
 
 static void rs_close(struct store *s)
@@ -241,7 +305,7 @@ struct store *redis_store_open(const struct service_config *cfg, struct error *e
         .user = cfg->redis_user, .password = cfg->redis_password[0] ? cfg->redis_password : NULL,
         .on_state = log_state, .state_arg = rs,
     };
-    rs->base = (struct store){ .ops = &redis_ops, .state = rs };
+    rs->base = (struct store){ .ops = &redis_ops, .state = rs, .spread = cfg->cluster != NULL };
     if ((rs->base.redis = rd_client_create(&rc, &why)) == NULL) {
         rd_error_map(&why, err);
         free(rs);
@@ -262,6 +326,9 @@ static const struct store_ops redis_ops = {
     .grant = rs_grant,
     .sell = rs_sell,
     .sell_atomic = rs_sell_atomic,
+    .item_server = rs_item_server,
+    .item_silent = rs_item_silent,
+    .worker = rs_worker,
     .probe_enter = rs_probe_enter,
     .metrics = rs_metrics,
     .publish = rs_publish,

@@ -25,6 +25,8 @@
 #include "service/sale/request.h"
 #include "zk/zk.h"
 
+enum { STORE_SERVERS_MAX = 64 };   /* item_server's numbers: 0 .. STORE_SERVERS_MAX - 1 */
+
 struct service_config;
 struct store;
 struct store_sub;
@@ -121,6 +123,19 @@ struct store_ops {
     /* --faults, the mutual-exclusion probe: id enters item's critical section. 1 when
      * someone else was inside (an overlap), else 0. */
     int (*probe_enter)(struct store *s, const char *item, const char *id);
+    /* Optional (a store whose items are spread: struct store.spread): the number of the
+     * server that holds item now (0 up; at most STORE_SERVERS_MAX - 1), or -1 when none
+     * can be found. */
+    int (*item_server)(struct store *s, const char *item);
+    /* Optional (spread items): 1 when item's server is not answering now (a call has
+     * waited on it a while with no answer, or it is marked down): a sale of it would wait
+     * too. Never blocks. */
+    int (*item_silent)(struct store *s, const char *item);
+    /* Optional: the calling thread is one of workers sale workers. A store of several
+     * servers then lets at most half of them (at least one) wait on one server at once:
+     * a server that stops answering holds no more (the others' calls for it fail at once,
+     * "not sent"). */
+    void (*worker)(struct store *s, int workers);
     /* Its own lines of /metrics (Prometheus text, HELP and TYPE each). */
     void (*metrics)(struct store *s, FILE *out);
     /* The live page: publishes msgs[0..n) on their items' channels, one round trip per
@@ -141,6 +156,7 @@ struct store {
     struct rd_client *redis;     /* the Redis store's client: lent to a lock that keeps its
                                     lock in the same Redis; NULL for a store elsewhere */
     struct zk_client *zk;        /* the ZooKeeper store's session, lent likewise to v11 */
+    int spread;                  /* 1: items live on several servers (item_server) */
     void *state;                 /* the store's own */
 };
 

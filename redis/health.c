@@ -1,0 +1,232 @@
+/* health.c - A cluster node that stops answering, kept from taking the service with it.
+ *
+ * Marked down: once a command to a node timed out, or a connect to it failed, calls for
+ * that node fail at once (RD_E_CONNECT, "marked down": nothing was sent) until a probe is
+ * answered. One caller at a time goes through as the probe, PROBE_GAP_MS after the node
+ * was marked or the last probe failed; any answer from the node (a probe's, or a reply
+ * to a command sent before) marks it up again. Only a cluster's nodes are marked (the
+ * locator's marks_down): one Redis or a Sentinel's master is the whole deployment, and
+ * its failures are the locator's to follow.
+ *
+ * The gate: a client may cap the gated threads (rd_thread_gate: the service's sale
+ * workers) inside a round trip to one node at once (rd_client_gate). A gated caller that
+ * finds the cap reached waits up to GATE_WAIT_MS for one of them to be answered; if none
+ * is, the node is stalled for it and the call fails at once, as every later one does until
+ * the node answers again. So a node that stops answering holds at most the cap of the
+ * workers until its first timeout marks it down, and no more than the probe after; on a
+ * node that answers, a slot frees within a reply. Other threads (the renewal lanes, the
+ * subscribers) pass the gate uncounted.
+ *
+ * A thread enters a node when it is handed a connection to it (rd_thread_conn) and leaves
+ * every node it entered when its call ends (rd_health_leave): a round trip, its redirects
+ * and its NOSCRIPT resend are one entry. */
+#include "redis/internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+
+enum {
+    PROBE_GAP_MS = 250,   /* a node marked down is asked again this long after */
+    GATE_WAIT_MS = 20     /* a gated caller waits this long for a node's slot */
+};
+
+static _Thread_local int thread_gated;
+
+void rd_thread_gate(int on)
+{
+    thread_gated = on;
+}
+
+void rd_client_gate(struct rd_client *rc, int most)
+{
+    rc->gate = most > 0 ? most : 0;
+}
+
+/* The absolute time ms from now on CLOCK_MONOTONIC (the gate's condition uses it). */
+static struct timespec abs_after(long ms)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+/* A gated caller's place among those inside a trip to h: RD_OK (counted), or RD_FAIL
+ * with err when the cap stayed reached for GATE_WAIT_MS, or the node is stalled (a wait
+ * gave up and it has not answered since). */
+static int gate_in(struct rd_client *rc, struct rd_health *h, int server, struct rd_error *err)
+{
+    struct timespec until;
+    int st = RD_OK, timed_out = 0;
+
+    pthread_mutex_lock(&rc->gate_mu);
+    if (h->inside >= rc->gate && h->stalled_ms && atomic_load(&h->answered_ms) < h->stalled_ms)
+        timed_out = 1;
+    until = abs_after(GATE_WAIT_MS);
+    while (!timed_out && h->inside >= rc->gate)
+        timed_out = pthread_cond_timedwait(&rc->gate_cv, &rc->gate_mu, &until) == ETIMEDOUT &&
+                    h->inside >= rc->gate;
+    if (timed_out) {
+        if (h->stalled_ms == 0 || atomic_load(&h->answered_ms) >= h->stalled_ms)
+            h->stalled_ms = clock_now_ms();
+        atomic_fetch_add(&h->refused_full, 1);
+        st = rd_fail(err, RD_E_CONNECT, "cluster node %d: %d workers wait on it and it has "
+                     "not answered for %d ms: not sent", server, h->inside, GATE_WAIT_MS);
+    } else if (++h->inside > h->peak) {
+        h->peak = h->inside;
+    }
+    pthread_mutex_unlock(&rc->gate_mu);
+    return st;
+}
+
+int rd_health_enter(struct rd_client *rc, struct rd_thread *t, int server, struct rd_error *err)
+{
+    unsigned long long bit = 1ULL << server;
+    struct rd_health *h = &rc->health[server];
+    long long down;
+
+    if (!rc->locator->marks_down || (t->inside & bit))
+        return RD_OK;
+    if ((down = atomic_load(&h->down_ms)) != 0) {
+        int idle = 0;
+        if (clock_now_ms() < atomic_load(&h->probe_ms) ||
+            !atomic_compare_exchange_strong(&h->probing, &idle, 1)) {
+            atomic_fetch_add(&h->refused_down, 1);
+            return rd_fail(err, RD_E_CONNECT, "cluster node %d marked down %lld ms ago (no "
+                           "answer in time); a probe asks again: not sent", server,
+                           clock_now_ms() - down);
+        }
+        t->probe |= bit;
+    }
+    if (atomic_fetch_add(&h->calls, 1) == 0)
+        atomic_store(&h->busy_ms, clock_now_ms());
+    t->called |= bit;
+    if (thread_gated && rc->gate > 0) {
+        if (gate_in(rc, h, server, err) != RD_OK) {
+            if (t->probe & bit) {
+                t->probe &= ~bit;
+                atomic_store(&h->probing, 0);
+            }
+            t->called &= ~bit;
+            atomic_fetch_sub(&h->calls, 1);
+            return RD_FAIL;
+        }
+        t->gated |= bit;
+    }
+    t->inside |= bit;
+    return RD_OK;
+}
+
+void rd_health_answered(struct rd_client *rc, int server)
+{
+    struct rd_health *h;
+
+    if (!rc->locator->marks_down || server < 0 || server >= RD_SERVERS_KNOWN)
+        return;
+    h = &rc->health[server];
+    atomic_store(&h->answered_ms, clock_now_ms());
+    if (atomic_load(&h->down_ms))
+        atomic_store(&h->down_ms, 0);
+}
+
+void rd_health_failed(struct rd_client *rc, int server)
+{
+    struct rd_health *h;
+    long long now = clock_now_ms(), up = 0;
+
+    if (!rc->locator->marks_down || server < 0 || server >= RD_SERVERS_KNOWN)
+        return;
+    h = &rc->health[server];
+    atomic_store(&h->probe_ms, now + PROBE_GAP_MS);
+    if (atomic_compare_exchange_strong(&h->down_ms, &up, now))
+        atomic_fetch_add(&h->marked, 1);
+}
+
+/* 1 when h does not answer: marked down (and no probe may go now), a gated wait gave
+ * up on it and it has not answered since, or a call has been inside it RD_SILENT_MS with
+ * no answer meanwhile. */
+static int silent(struct rd_client *rc, struct rd_health *h)
+{
+    long long answered = atomic_load(&h->answered_ms), since = atomic_load(&h->busy_ms);
+    long long stalled;
+
+    if (atomic_load(&h->down_ms))   /* (not when a probe may go: a call goes as one) */
+        return clock_now_ms() < atomic_load(&h->probe_ms) || atomic_load(&h->probing);
+    pthread_mutex_lock(&rc->gate_mu);
+    stalled = h->stalled_ms;
+    pthread_mutex_unlock(&rc->gate_mu);
+    if (stalled && answered < stalled)
+        return 1;
+    return atomic_load(&h->calls) > 0 &&
+           clock_now_ms() - (answered > since ? answered : since) > RD_SILENT_MS;
+}
+
+int rd_health_is_down(const struct rd_client *rc, int server)
+{
+    return rc->locator->marks_down && server >= 0 && server < RD_SERVERS_KNOWN &&
+           silent((struct rd_client *)rc, &((struct rd_client *)rc)->health[server]);
+}
+
+int rd_key_silent(struct rd_client *rc, const char *key)
+{
+    int server;
+
+    if (!rc->locator->marks_down || !rc->locator->peek)
+        return 0;
+    server = rc->locator->peek(rc, (int)rd_key_slot(key, strlen(key)));
+    return server >= 0 && server < RD_SERVERS_KNOWN && silent(rc, &rc->health[server]);
+}
+
+void rd_health_leave(struct rd_client *rc)
+{
+    struct rd_thread *t = pthread_getspecific(rc->key);
+
+    if (t == NULL || t->inside == 0)
+        return;
+    if (t->gated) {
+        pthread_mutex_lock(&rc->gate_mu);
+        for (int s = 0; s < RD_SERVERS_KNOWN; s++)
+            if (t->gated & (1ULL << s))
+                rc->health[s].inside--;
+        pthread_cond_broadcast(&rc->gate_cv);
+        pthread_mutex_unlock(&rc->gate_mu);
+    }
+    /* (A probe that failed set the next one's time; one that sent nothing, a script the
+     * connection knew, leaves it: the next call probes.) */
+    for (int s = 0; t->probe && s < RD_SERVERS_KNOWN; s++)
+        if (t->probe & (1ULL << s))
+            atomic_store(&rc->health[s].probing, 0);
+    for (int s = 0; t->called && s < RD_SERVERS_KNOWN; s++)
+        if (t->called & (1ULL << s))
+            atomic_fetch_sub(&rc->health[s].calls, 1);
+    t->inside = t->gated = t->probe = t->called = 0;
+}
+
+int rd_client_health(struct rd_client *rc, int server, struct rd_node_health *out)
+{
+    struct rd_health *h;
+
+    if (!rc->locator->marks_down || !rc->locator->describe || server < 0 ||
+        server >= RD_SERVERS_KNOWN || rc->locator->describe(rc, server, out->node,
+                                                            sizeof(out->node)) != RD_OK)
+        return RD_FAIL;
+    h = &rc->health[server];
+    pthread_mutex_lock(&rc->gate_mu);
+    out->inside = h->inside;
+    out->peak = h->peak;
+    pthread_mutex_unlock(&rc->gate_mu);
+    out->down = atomic_load(&h->down_ms) != 0;
+    out->marked = atomic_load(&h->marked);
+    out->refused_down = atomic_load(&h->refused_down);
+    out->refused_full = atomic_load(&h->refused_full);
+    return RD_OK;
+}
