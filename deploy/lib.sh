@@ -192,7 +192,8 @@ rcli() {
             to=(-h "${at%:*}" -p "${at##*:}")
         elif [ -n "${CLUSTER_PORTS:-}" ]; then
             at=$(cluster_node) || { echo "rcli: no node of the cluster answers" >&2; return 1; }
-            to=(-c -h "${REDIS_HOST:-127.0.0.1}" -p "$at")
+            set -- $(at_host "$at" "${REDIS_HOST:-127.0.0.1}") "$@"
+            to=(-c -h "$1" -p "$2"); shift 2
         fi ;;
     esac
     if [ "${to[0]}" = -c ]; then
@@ -211,7 +212,8 @@ rcli_to() {
     fi
 }
 
-# cluster_node: the first node of CLUSTER_PORTS (on REDIS_HOST) that answers PING.
+# cluster_node: the first node of CLUSTER_PORTS (a port on REDIS_HOST, or HOST:PORT) that
+# answers PING.
 cluster_node() {
     local p
     for p in $CLUSTER_PORTS; do

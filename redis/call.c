@@ -407,7 +407,7 @@ static void trip_read(struct rd_trip *t)
 static void trip_health(struct rd_client *rc, const struct rd_trip *t)
 {
     if (t->status == RD_OK)
-        rd_health_answered(rc, t->server_);
+        rd_health_answered(rc, t->server_, 0);
     else if (t->err.fault == RD_E_TIMEOUT && !t->cn_->deadline_set)
         rd_health_failed(rc, t->server_);
 }
@@ -433,13 +433,45 @@ static void trip_finish(struct rd_client *rc, struct rd_trip *t)
         rd_conn_moved(rc);   /* a replica now, or loading: the next call looks for the master */
 }
 
+/* Reads the replies of the trips sent (several servers) in the order they come, so that
+ * a server that does not answer holds back no other's answer, nor its health (a server
+ * answered, its caller leaves it); a trip whose server has not answered when the time is
+ * up (the command timeout, or the thread's deadline) fails as a timeout. */
+static void trips_read(struct rd_client *rc, struct rd_trip *trips, int n)
+{
+    struct rd_conn *wait[RD_SERVERS_KNOWN];
+    int who[RD_SERVERS_KNOWN], waiting = 0;
+    long long until = clock_now_ms() + rd_wait_left(rc);
+
+    for (int i = 0; i < n; i++)
+        if (trips[i].status == RD_OK && waiting < RD_SERVERS_KNOWN)
+            wait[waiting] = trips[i].cn_, who[waiting++] = i;
+    while (waiting > 0) {
+        long long left = until - clock_now_ms();
+        int k = left > 0 ? rd_conn_poll(wait, waiting, (long)left) : -1;
+        struct rd_trip *t = &trips[who[k >= 0 ? k : 0]];
+
+        if (k >= 0) {
+            trip_read(t);
+            if (t->status == RD_OK)
+                rd_health_answered(rc, t->server_, 1);
+        } else {
+            t->status = rd_fail(&t->err, RD_E_TIMEOUT, "no reply in time");
+            k = 0;
+        }
+        wait[k] = wait[waiting - 1], who[k] = who[waiting - 1];
+        waiting--;
+    }
+}
+
 void rd_round_trips(struct rd_client *rc, struct rd_trip *trips, int n)
 {
     for (int i = 0; i < n; i++)
         trip_send(rc, &trips[i]);
-    for (int i = 0; i < n; i++)
-        if (trips[i].status == RD_OK)
-            trip_read(&trips[i]);
+    if (n == 1 && trips[0].status == RD_OK)
+        trip_read(&trips[0]);
+    else if (n > 1)
+        trips_read(rc, trips, n);
     /* Only now, with no reply of any trip left unread on a connection, may one trip's
      * commands be sent again (on a connection another trip used). */
     for (int i = 0; i < n; i++)

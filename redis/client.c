@@ -80,6 +80,7 @@ void rd_client_destroy(struct rd_client *rc)
         rd_thread_free(t);
     }
     pthread_key_delete(rc->key);
+    rd_health_end(rc);
     if (rc->locator->destroy)
         rc->locator->destroy(rc);
     client_free(rc);

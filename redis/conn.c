@@ -336,6 +336,7 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error
         rd_conn_close(cn);
     }
     cn->server = server;
+    cn->gated = rd_health_gated();
     t->conn[server] = cn;
     atomic_fetch_add(&rc->opens, 1);
     if (atomic_load(&rc->down))

@@ -1,10 +1,14 @@
 /* health.c - A cluster node that stops answering, kept from taking the service with it.
  *
- * Marked down: once a command to a node timed out, or a connect to it failed, calls for
- * that node fail at once (RD_E_CONNECT, "marked down": nothing was sent) until a probe is
- * answered. One caller at a time goes through as the probe, PROBE_GAP_MS after the node
- * was marked or the last probe failed; any answer from the node (a probe's, or a reply
- * to a command sent before) marks it up again. Only a cluster's nodes are marked (the
+ * Marked down: once a command to a node timed out, or a connect to it failed, or calls
+ * have waited on it RD_SILENT_MS with no answer from it (found by rd_key_silent, or by a
+ * watch: rd_client_watch), calls for that node fail at once (RD_E_CONNECT, "marked down":
+ * nothing was sent) until a probe is answered. The probe goes PROBE_GAP_MS after the node
+ * was marked or the last probe failed: a thread of its own where a watch ticks (the
+ * service's reaper), so that no caller waits on it; else one caller at a time goes
+ * through as the probe. Any answer from the node (a probe's, or a reply to a command sent
+ * before) marks it up again. Given up for silence, the gated threads' connections to it
+ * are shut down: their calls fail now (a command sent may have run), not at the timeout. Only a cluster's nodes are marked (the
  * locator's marks_down): one Redis or a Sentinel's master is the whole deployment, and
  * its failures are the locator's to follow.
  *
@@ -23,7 +27,9 @@
 #include "redis/internal.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "common/clock.h"
@@ -98,7 +104,7 @@ int rd_health_enter(struct rd_client *rc, struct rd_thread *t, int server, struc
         return RD_OK;
     if ((down = atomic_load(&h->down_ms)) != 0) {
         int idle = 0;
-        if (clock_now_ms() < atomic_load(&h->probe_ms) ||
+        if (atomic_load(&rc->watched) || clock_now_ms() < atomic_load(&h->probe_ms) ||
             !atomic_compare_exchange_strong(&h->probing, &idle, 1)) {
             atomic_fetch_add(&h->refused_down, 1);
             return rd_fail(err, RD_E_CONNECT, "cluster node %d marked down %lld ms ago (no "
@@ -126,8 +132,37 @@ int rd_health_enter(struct rd_client *rc, struct rd_thread *t, int server, struc
     return RD_OK;
 }
 
-void rd_health_answered(struct rd_client *rc, int server)
+int rd_health_gated(void)
 {
+    return thread_gated;
+}
+
+/* The calling thread t leaves server s (its bits cleared, its counts given back). */
+static void leave_one(struct rd_client *rc, struct rd_thread *t, int s)
+{
+    unsigned long long bit = 1ULL << s;
+
+    if (t->gated & bit) {
+        pthread_mutex_lock(&rc->gate_mu);
+        rc->health[s].inside--;
+        pthread_cond_broadcast(&rc->gate_cv);
+        pthread_mutex_unlock(&rc->gate_mu);
+    }
+    if (t->called & bit)
+        atomic_fetch_sub(&rc->health[s].calls, 1);
+    /* (A probe that failed set the next one's time; one that sent nothing, a script the
+     * connection knew, leaves it: the next call probes.) */
+    if (t->probe & bit)
+        atomic_store(&rc->health[s].probing, 0);
+    t->inside &= ~bit;
+    t->gated &= ~bit;
+    t->called &= ~bit;
+    t->probe &= ~bit;
+}
+
+void rd_health_answered(struct rd_client *rc, int server, int leave)
+{
+    struct rd_thread *t;
     struct rd_health *h;
 
     if (!rc->locator->marks_down || server < 0 || server >= RD_SERVERS_KNOWN)
@@ -136,6 +171,8 @@ void rd_health_answered(struct rd_client *rc, int server)
     atomic_store(&h->answered_ms, clock_now_ms());
     if (atomic_load(&h->down_ms))
         atomic_store(&h->down_ms, 0);
+    if (leave && (t = pthread_getspecific(rc->key)) != NULL && (t->inside & (1ULL << server)))
+        leave_one(rc, t, server);
 }
 
 void rd_health_failed(struct rd_client *rc, int server)
@@ -151,29 +188,47 @@ void rd_health_failed(struct rd_client *rc, int server)
         atomic_fetch_add(&h->marked, 1);
 }
 
-/* 1 when h does not answer: marked down (and no probe may go now), a gated wait gave
- * up on it and it has not answered since, or a call has been inside it RD_SILENT_MS with
- * no answer meanwhile. */
-static int silent(struct rd_client *rc, struct rd_health *h)
+/* Server s stopped answering while calls wait on it: it is marked down, and the gated
+ * threads' connections to it are shut down, so that their calls fail now (as a lost
+ * connection: a command sent may have run) instead of at the command timeout. */
+static void give_up(struct rd_client *rc, int s)
 {
+    rd_health_failed(rc, s);
+    pthread_mutex_lock(&rc->conns_mu);
+    for (struct rd_conn *cn = rc->conns; cn; cn = cn->next)
+        if (cn->server == s && cn->gated && cn->c)
+            shutdown(cn->c->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&rc->conns_mu);
+}
+
+/* 1 when server s does not answer: marked down (and no probe may go now), a gated wait
+ * gave up on it and it has not answered since, or a call has been inside it RD_SILENT_MS
+ * with no answer from it meanwhile (then it is given up: give_up). */
+static int silent(struct rd_client *rc, int s)
+{
+    struct rd_health *h = &rc->health[s];
     long long answered = atomic_load(&h->answered_ms), since = atomic_load(&h->busy_ms);
     long long stalled;
 
-    if (atomic_load(&h->down_ms))   /* (not when a probe may go: a call goes as one) */
-        return clock_now_ms() < atomic_load(&h->probe_ms) || atomic_load(&h->probing);
+    if (atomic_load(&h->down_ms))   /* (unless a probe may go: a call goes as one) */
+        return atomic_load(&rc->watched) || clock_now_ms() < atomic_load(&h->probe_ms) ||
+               atomic_load(&h->probing);
     pthread_mutex_lock(&rc->gate_mu);
     stalled = h->stalled_ms;
     pthread_mutex_unlock(&rc->gate_mu);
     if (stalled && answered < stalled)
         return 1;
-    return atomic_load(&h->calls) > 0 &&
-           clock_now_ms() - (answered > since ? answered : since) > RD_SILENT_MS;
+    if (atomic_load(&h->calls) == 0 ||
+        clock_now_ms() - (answered > since ? answered : since) <= RD_SILENT_MS)
+        return 0;
+    give_up(rc, s);
+    return 1;
 }
 
-int rd_health_is_down(const struct rd_client *rc, int server)
+int rd_health_is_down(struct rd_client *rc, int server)
 {
     return rc->locator->marks_down && server >= 0 && server < RD_SERVERS_KNOWN &&
-           silent((struct rd_client *)rc, &((struct rd_client *)rc)->health[server]);
+           silent(rc, server);
 }
 
 int rd_key_silent(struct rd_client *rc, const char *key)
@@ -183,32 +238,16 @@ int rd_key_silent(struct rd_client *rc, const char *key)
     if (!rc->locator->marks_down || !rc->locator->peek)
         return 0;
     server = rc->locator->peek(rc, (int)rd_key_slot(key, strlen(key)));
-    return server >= 0 && server < RD_SERVERS_KNOWN && silent(rc, &rc->health[server]);
+    return server >= 0 && server < RD_SERVERS_KNOWN && silent(rc, server);
 }
 
 void rd_health_leave(struct rd_client *rc)
 {
     struct rd_thread *t = pthread_getspecific(rc->key);
 
-    if (t == NULL || t->inside == 0)
-        return;
-    if (t->gated) {
-        pthread_mutex_lock(&rc->gate_mu);
-        for (int s = 0; s < RD_SERVERS_KNOWN; s++)
-            if (t->gated & (1ULL << s))
-                rc->health[s].inside--;
-        pthread_cond_broadcast(&rc->gate_cv);
-        pthread_mutex_unlock(&rc->gate_mu);
-    }
-    /* (A probe that failed set the next one's time; one that sent nothing, a script the
-     * connection knew, leaves it: the next call probes.) */
-    for (int s = 0; t->probe && s < RD_SERVERS_KNOWN; s++)
-        if (t->probe & (1ULL << s))
-            atomic_store(&rc->health[s].probing, 0);
-    for (int s = 0; t->called && s < RD_SERVERS_KNOWN; s++)
-        if (t->called & (1ULL << s))
-            atomic_fetch_sub(&rc->health[s].calls, 1);
-    t->inside = t->gated = t->probe = t->called = 0;
+    for (int s = 0; t && t->inside && s < RD_SERVERS_KNOWN; s++)
+        if (t->inside & (1ULL << s))
+            leave_one(rc, t, s);
 }
 
 int rd_client_health(struct rd_client *rc, int server, struct rd_node_health *out)
@@ -229,4 +268,75 @@ int rd_client_health(struct rd_client *rc, int server, struct rd_node_health *ou
     out->refused_down = atomic_load(&h->refused_down);
     out->refused_full = atomic_load(&h->refused_full);
     return RD_OK;
+}
+
+/* A probe of its own (a thread): connects to the server and PINGs it, each within the
+ * connect timeout; an answer marks it up, else the next probe goes a gap later. */
+struct probe {
+    struct rd_client *rc;
+    int server;
+};
+
+static void *probe_main(void *arg)
+{
+    struct probe *p = arg;
+    struct rd_client *rc = p->rc;
+    struct rd_health *h = &rc->health[p->server];
+    struct rd_error err;
+    struct rd_conn *cn = rc->locator->open(rc, p->server, &err);
+    struct rd_reply *r = cn ? rd_conn_call(cn, RD_T(RD_STATUS), rc->connect_timeout_ms, &err,
+                                           "PING") : NULL;
+
+    if (r)
+        rd_health_answered(rc, p->server, 0);
+    else
+        atomic_store(&h->probe_ms, clock_now_ms() + PROBE_GAP_MS);
+    rd_reply_free(r);
+    rd_conn_close(cn);
+    atomic_store(&h->probing, 0);
+    atomic_fetch_sub(&rc->probes, 1);
+    free(p);
+    return NULL;
+}
+
+/* Starts a probe of server s, when one is due and none runs. */
+static void probe_start(struct rd_client *rc, int s)
+{
+    struct rd_health *h = &rc->health[s];
+    struct probe *p;
+    pthread_attr_t attr;
+    pthread_t id;
+    int idle = 0;
+
+    if (clock_now_ms() < atomic_load(&h->probe_ms) ||
+        !atomic_compare_exchange_strong(&h->probing, &idle, 1))
+        return;
+    atomic_fetch_add(&rc->probes, 1);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if ((p = malloc(sizeof(*p))) == NULL ||
+        (*p = (struct probe){ rc, s }, pthread_create(&id, &attr, probe_main, p)) != 0) {
+        free(p);
+        atomic_store(&h->probing, 0);
+        atomic_fetch_sub(&rc->probes, 1);
+    }
+    pthread_attr_destroy(&attr);
+}
+
+void rd_client_watch(struct rd_client *rc)
+{
+    if (!rc->locator->marks_down)
+        return;
+    atomic_store(&rc->watched, 1);   /* from now on, probes are the watch's own */
+    for (int s = 0; s < RD_SERVERS_KNOWN; s++)
+        if (atomic_load(&rc->health[s].down_ms))
+            probe_start(rc, s);
+        else if (atomic_load(&rc->health[s].calls) > 0)
+            silent(rc, s);
+}
+
+void rd_health_end(struct rd_client *rc)
+{
+    while (atomic_load(&rc->probes) > 0)   /* each within two connect timeouts */
+        clock_sleep_ms(5);
 }

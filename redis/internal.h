@@ -22,6 +22,7 @@ struct rd_conn {
     struct rd_client *listed;     /* in this client's list of connections (else NULL) */
     struct rd_conn *prev, *next;
     int deadline_set;             /* its timeout is a thread deadline's (rd_conn_deadline) */
+    int gated;                    /* a gated thread's (health.c may cut it loose) */
     /* Scripts loaded on this connection's server since it was made (SCRIPT LOAD), until
      * it said NOSCRIPT for one. Only the connection's thread uses it. */
     const struct rd_script *known[RD_SCRIPTS_KNOWN];
@@ -74,6 +75,8 @@ struct rd_client {
     /* health.c: each server's state, and the gate (0: none) of the gated threads. */
     struct rd_health health[RD_SERVERS_KNOWN];
     int gate;
+    atomic_int watched;           /* rd_client_watch ticks: probes are its own threads */
+    atomic_int probes;            /* probe threads running */
     pthread_mutex_t gate_mu;
     pthread_cond_t gate_cv;       /* a gated caller left a server (CLOCK_MONOTONIC) */
 };
@@ -87,13 +90,18 @@ extern const struct rd_locator rd_single_locator, rd_sentinel_locator, rd_cluste
  * nothing sent) when the server is marked down and no probe is due, or its gate stays
  * full. Entering a server the thread is already in is free. */
 int rd_health_enter(struct rd_client *rc, struct rd_thread *t, int server, struct rd_error *err);
-/* The server answered (it is up); it did not in time, or refused a connect (marked down). */
-void rd_health_answered(struct rd_client *rc, int server);
+/* The server answered (it is up; leave 1: the calling thread's call is done with it);
+ * it did not in time, or refused a connect (marked down). */
+void rd_health_answered(struct rd_client *rc, int server, int leave);
 void rd_health_failed(struct rd_client *rc, int server);
 /* 1 when server is marked down now, or silent (rd_key_silent). */
-int rd_health_is_down(const struct rd_client *rc, int server);
+int rd_health_is_down(struct rd_client *rc, int server);
+/* 1 when the calling thread is gated (rd_thread_gate). */
+int rd_health_gated(void);
 /* The calling thread's call ends: it leaves every server it entered. */
 void rd_health_leave(struct rd_client *rc);
+/* The client goes: waits for its probe threads to end. */
+void rd_health_end(struct rd_client *rc);
 
 /* reply.c: the reply reader's functions, making struct rd_reply (error replies typed). */
 extern redisReplyObjectFunctions rd_reply_functions;

@@ -227,6 +227,11 @@ void rd_client_gate(struct rd_client *rc, int most);
  * Never blocks. */
 enum { RD_SILENT_MS = 100 };
 int rd_key_silent(struct rd_client *rc, const char *key);
+/* Looks at every cluster node a call waits on: one silent for RD_SILENT_MS is given up
+ * (marked down, the gated threads' connections to it shut down, so that their calls fail
+ * now). For a thread that ticks (the service's reaper): a node that stops answering while
+ * every caller waits on something is found without a new call. Never blocks. */
+void rd_client_watch(struct rd_client *rc);
 /* The calling thread is one of the callers the gate counts (1) or not (0: the default). */
 void rd_thread_gate(int on);
 /* Forgets the calling thread's connection (after an error the layer did not see). */

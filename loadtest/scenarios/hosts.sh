@@ -52,7 +52,7 @@ hosts_stack_up() {
     (umask 077; pw=$(conf_quote "$(head -n 1 "$REDIS_PASSWORD_FILE")")
      printf 'requirepass %s\nmasterauth %s\n' "$pw" "$pw" > "$REDIS_CONF")
     INSTANCE_PORTS="" INSTANCE_PIDS="" SENTINEL_PORTS="" REPLICA_PORTS="" MASTER_PORTS="" MASTER_PIDS=""
-    ZK_CONNECT=""
+    ZK_CONNECT="" CLUSTER_PORTS="" CLUSTER_SEEDS=""
 }
 # hosts_stack_down: what runs in the hosts, by pid (deploy/down: STACK_DIR's and those of
 # deploy/up run in a host with STACK_DIR/H), then the hosts.
@@ -100,6 +100,32 @@ redis_in_host() {
         "$STACK_DIR/$name.pid" --protected-mode no --repl-diskless-sync-delay 0 "$@"
     REDIS_IN_HOST_PID=$REDIS_STARTED_PID
     wait_until 10 "$REDIS_STARTED_PID" sh -c "[ \"\$(REDISCLI_AUTH=\$(cat '$REDIS_PASSWORD_FILE') '$HOSTS_BIN' run '$h' redis-cli -h '$a' -p '$H_REDIS_PORT' ping)\" = PONG ]"
+}
+
+# host_cluster H...: a Redis Cluster of one node in each host H (as deploy/up --cluster
+# makes one: AOF as FSYNC, cluster-node-timeout CLUSTER_NODE_TIMEOUT_MS, default 2000),
+# the first half of them masters, each given a replica from the rest by redis-cli
+# --cluster create (in the first host); data and log under STACK_DIR/node-H, pid file
+# node-H.pid. Sets CLUSTER_PORTS (every node, HOST:PORT: rcli and scenarios/cluster.sh
+# take them) and CLUSTER_SEEDS (the masters, for the instances). True once every node
+# says cluster_state:ok.
+host_cluster() {
+    local h nodes=() n=$# p
+    for h in "$@"; do
+        redis_in_host "$h" "node-$h" --cluster-enabled yes --cluster-config-file nodes.conf \
+            --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT_MS:-2000}" \
+            --cluster-replica-validity-factor 0 || return 1
+        nodes+=("$(host_addr "$h"):$H_REDIS_PORT")
+    done
+    REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") "$HOSTS_BIN" run "$1" redis-cli \
+        --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes \
+        > "$STACK_DIR/cluster-create.log" 2>&1 || return 1
+    CLUSTER_PORTS="${nodes[*]}"
+    CLUSTER_SEEDS=$(printf '%s\n' "${nodes[@]:0:$(( n / 2 ))}" | paste -sd, -)
+    for p in "${nodes[@]}"; do
+        wait_until 20 "" sh -c "REDISCLI_AUTH=\$(head -n 1 '$REDIS_PASSWORD_FILE') '$HOSTS_BIN' run '$1' \
+            redis-cli -h '${p%:*}' -p '${p##*:}' cluster info | grep -q '^cluster_state:ok'" || return 1
+    done
 }
 
 # host_sentinel H QUORUM: a sentinel in H watching the master (REDIS_HOST) as SENTINEL_MASTER
@@ -167,7 +193,8 @@ zk_hosts_quorum() {
 }
 
 # host_instance H [ARG...]: an instance in H on its address, named inventory-H, faults on
-# (the overlap probe), Redis found by the sentinels (or REDIS_HOST without them), the lock
+# (the overlap probe), Redis found by the sentinels (or REDIS_HOST without them; or the
+# cluster of host_cluster by its seeds), the lock
 # masters of host_lock_master if any, or with ZK_CONNECT set (host_zookeeper) the stock in
 # that ensemble, under INSTANCE_WRAP; ARGs are added (the run's lock settings:
 # instance_flags). True once it answers /health.
@@ -176,6 +203,8 @@ host_instance() {
     args=(--bind "$a" --port "$H_INSTANCE_PORT" --name "inventory-$h" --faults)
     if [ -n "${ZK_CONNECT:-}" ]; then
         args+=(--zookeeper "$ZK_CONNECT")
+    elif [ -n "${CLUSTER_SEEDS:-}" ]; then
+        args+=(--redis-cluster "$CLUSTER_SEEDS")
     elif [ -n "$SENTINEL_PORTS" ]; then
         args+=(--sentinel "$(echo $SENTINEL_PORTS | tr ' ' ,)" --sentinel-master "$SENTINEL_MASTER"
                --sentinel-password-file "$SENTINEL_PASSWORD_FILE")
@@ -201,6 +230,31 @@ host_load() {
     in_host "$h" "$BUILD_DIR/sale-load" --url "http://$a:$H_INSTANCE_PORT/inventory/sale?item=$2${7:+&$7}" \
         -c "$5" -d "$4" --timeout-ms 10000 --history "$dir/history-$6.jsonl" \
         > "$dir/load-$6.out" 2>&1 &
+    BG_PIDS="$BG_PIDS $!"
+}
+
+# host_long_sale DIR H ITEM WORK_MS NAME: one sale of ITEM by curl in H, to H's instance,
+# working WORK_MS in its critical section (--faults' work_ms), in the background (LONG_PID,
+# also in BG_PIDS): its answer in DIR/long-NAME.json, its code in DIR/codes, its history
+# line in DIR/history-NAME.jsonl (the clock read in H just before curl and just after: an
+# interval a little wider than the real one, never narrower). MONO_OFFSET: lib.sh's.
+host_long_sale() {
+    local dir=$1 h=$2 item=$3 name=$5
+    local url="http://$(host_addr "$h"):$H_INSTANCE_PORT/inventory/sale?item=$item&work_ms=$4"
+    ( set -- $(in_host "$h" sh -c 'date +%s%N
+          curl -s -o "$1" -m 120 -w "%{http_code}\n" "$2"
+          date +%s%N' sh "$dir/long-$name.json" "$url")
+      code=${2:-000}
+      echo "$code" >> "$dir/codes"
+      [ "$code" != 000 ] || code=0
+      jq -c --argjson s "$(( ${1:-0} - MONO_OFFSET ))" --argjson e "$(( ${3:-0} - MONO_OFFSET ))" \
+          --argjson code "$code" --arg item "$item" '
+          {start_ns: $s, end_ns: $e, status: $code, error: (.error // ""), item: $item,
+           instance: (.instance // "")} + if .remaining then {remaining} else {} end' \
+          "$dir/long-$name.json" > "$dir/history-$name.jsonl" 2>/dev/null ||
+          jq -nc --argjson s "$(( ${1:-0} - MONO_OFFSET ))" --arg item "$item" \
+          '{start_ns: $s, status: 0, item: $item}' > "$dir/history-$name.jsonl" ) &
+    LONG_PID=$!
     BG_PIDS="$BG_PIDS $!"
 }
 

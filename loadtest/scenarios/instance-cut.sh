@@ -37,7 +37,8 @@
 # Verdict: the flaw when a write made under the lost lease shows: oversold > 0, sales
 # acknowledged then lost, a unit sold twice, or a history the checker finds impossible.
 # Two holders alone (overlaps) are no flaw where the stale one cannot write.
-# (sale_load_summary: deploy/lib.sh's; mono_start, mono_now_ns, history_report: lib.sh's.)
+# (sale_load_summary: deploy/lib.sh's; mono_start, mono_now_ns, history_report: lib.sh's;
+# host_long_sale: hosts.sh's.)
 
 defaults_instance_cut="ttl=2000 wait=3000 stock=1000000 hosts=3"
 defaults_instance_cut_late=$defaults_instance_cut
@@ -141,29 +142,6 @@ a_metrics_report() {
 }
 
 
-# long_sale DIR ITEM WORK_MS: A's long sale of ITEM, by curl in h2 (in the background;
-# LONG_PID): its answer in DIR/long.json, its code in DIR/codes, its history line in
-# DIR/history-L.jsonl (the clock read in h2 just before curl and just after: an interval a
-# little wider than the real one, never narrower).
-long_sale() {
-    local dir=$1 item=$2 url="http://$(host_addr "$CUT_HOST"):$H_INSTANCE_PORT/inventory/sale?item=$2&work_ms=$3"
-    ( set -- $(in_host "$CUT_HOST" sh -c 'date +%s%N
-          curl -s -o "$1" -m 120 -w "%{http_code}\n" "$2"
-          date +%s%N' sh "$dir/long.json" "$url")
-      code=${2:-000}
-      echo "$code" >> "$dir/codes"
-      [ "$code" != 000 ] || code=0
-      jq -c --argjson s "$(( ${1:-0} - MONO_OFFSET ))" --argjson e "$(( ${3:-0} - MONO_OFFSET ))" \
-          --argjson code "$code" --arg item "$item" '
-          {start_ns: $s, end_ns: $e, status: $code, error: (.error // ""), item: $item,
-           instance: (.instance // "")} + if .remaining then {remaining} else {} end' \
-          "$dir/long.json" > "$dir/history-L.jsonl" 2>/dev/null ||
-          jq -nc --argjson s "$(( ${1:-0} - MONO_OFFSET ))" --arg item "$item" \
-          '{start_ns: $s, status: 0, item: $item}' > "$dir/history-L.jsonl" ) &
-    LONG_PID=$!
-    BG_PIDS="$BG_PIDS $!"
-}
-
 # cut_play after|late WORD...: the scenario (above; the words: scenarios/lib.sh's): its
 # timings in leases, the choreography, the verdict. Sets SCN_FLAW and SCN_OBSERVED. Its
 # phases, cut_stage and cut_judge, share its locals (the words among them).
@@ -198,11 +176,11 @@ cut_stage() {
     host_load "$dir" "$item" h2 "$total_s" 4 A
     host_load "$dir" "$item" h3 "$total_s" 4 B
     sleep "$(awk -v m="$before_ms" 'BEGIN { print m / 1000 }')"
-    long_sale "$dir" "$item" "$work"
+    host_long_sale "$dir" "$CUT_HOST" "$item" "$work" L
     # Its grant: the first of A's sales seen inside for 200 ms (the others take a few ms).
     if ! wait_until $(( ttl * 2 / 1000 + 5 )) "$LONG_PID" held_by_a "$dir" 200; then
         samplers_stop; bg_wait
-        SCN_OBSERVED="A's long sale never held the lock: $(cat "$dir/long.json" 2>/dev/null)"
+        SCN_OBSERVED="A's long sale never held the lock: $(cat "$dir/long-L.json" 2>/dev/null)"
         return 1
     fi
     got=$(held_by_a "$dir" 200); probe=${got#* }
@@ -260,7 +238,7 @@ cut_long_answer() {
     jq -r --argjson code "$(jq '.status' "$1/history-L.jsonl" 2>/dev/null || echo 0)" \
         '"\(if .ok then "200 sold, remaining \(.remaining)" else "\($code) \(.error)" end)"
         + (if .lease_lost then " with lease_lost true" else "" end)
-        + (if .message then " (\(.message))" else "" end)' "$1/long.json" 2>/dev/null ||
+        + (if .message then " (\(.message))" else "" end)' "$1/long-L.json" 2>/dev/null ||
         echo "no answer"
 }
 

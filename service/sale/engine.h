@@ -37,6 +37,10 @@ struct sale_job {
  * answered 503 at once, its connection resumed: 1 when j was answered so (j may then be
  * freed at once), else 0. Never blocks. */
 int engine_answer_silent(struct sale_job *j);
+/* 1 when item's store server is not answering now (a spread store's item_silent). */
+int engine_item_silent(const char *item);
+/* Answers j 503 (store down: its server is not answering, nothing sent) and resumes it. */
+void engine_answer_down(struct sale_job *j);
 
 /* Marks j answered (rq.out set) and resumes its connection; j may be freed at once. */
 static inline void engine_resume(struct sale_job *j)

@@ -233,10 +233,11 @@ static void *worker_main(void *arg)
 static void reap(struct line *l, long long now)
 {
     struct sale_job **p = &l->head, *prev = NULL;
+    int silent = l->head && engine_item_silent(l->item);
 
     while (*p) {
         struct sale_job *j = *p;
-        if (j->deadline_ms > now) {
+        if (j->deadline_ms > now && !silent) {
             prev = j;
             p = &j->next;
             continue;
@@ -244,6 +245,10 @@ static void reap(struct line *l, long long now)
         *p = j->next;
         if (l->tail == j)
             l->tail = prev;
+        if (silent) {   /* its server stopped answering: none of them waits on it */
+            engine_answer_down(j);
+            continue;
+        }
         j->rq.out.result = SALE_LOCK_TIMEOUT;
         metrics_line_timeout();
         engine_resume(j);
@@ -251,13 +256,19 @@ static void reap(struct line *l, long long now)
     line_waiting(l);
 }
 
-/* Every 10 ms: sales still in a line at their wait limit answer lock_timeout. */
+/* Every 10 ms: a store server that stopped answering found (watch); sales still in a line
+ * at their wait limit answer lock_timeout, and those of a silent server answer 503 now. */
 static void *reaper_main(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&mu);
     while (!stopping) {
         long long now = clock_now_ms();
+        if (svc_store->spread && svc_store->ops->watch) {
+            pthread_mutex_unlock(&mu);
+            svc_store->ops->watch(svc_store);   /* a server that stopped answering, found */
+            pthread_mutex_lock(&mu);
+        }
         for (struct line *l = waiting, *next; l; l = next) {
             next = l->wnext;   /* reap may take l out of the list */
             reap(l, now);

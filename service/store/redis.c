@@ -197,6 +197,12 @@ static int rs_item_silent(struct store *s, const char *item)
     return rd_key_silent(s->redis, rs_key(&key, RS_STOCK, item));
 }
 
+/* On a cluster: a node calls wait on and that stopped answering is given up. */
+static void rs_watch(struct store *s)
+{
+    rd_client_watch(s->redis);
+}
+
 /* The calling thread is a sale worker: at most half of them inside a call to one node. */
 static void rs_worker(struct store *s, int workers)
 {
@@ -328,6 +334,7 @@ static const struct store_ops redis_ops = {
     .sell_atomic = rs_sell_atomic,
     .item_server = rs_item_server,
     .item_silent = rs_item_silent,
+    .watch = rs_watch,
     .worker = rs_worker,
     .probe_enter = rs_probe_enter,
     .metrics = rs_metrics,

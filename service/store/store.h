@@ -131,6 +131,10 @@ struct store_ops {
      * waited on it a while with no answer, or it is marked down): a sale of it would wait
      * too. Never blocks. */
     int (*item_silent)(struct store *s, const char *item);
+    /* Optional (spread items): looks at the servers calls wait on, so that one that stopped
+     * answering is found (item_silent then says so) while every caller waits. Never
+     * blocks; for a thread that ticks. */
+    void (*watch)(struct store *s);
     /* Optional: the calling thread is one of workers sale workers. A store of several
      * servers then lets at most half of them (at least one) wait on one server at once:
      * a server that stops answering holds no more (the others' calls for it fail at once,
