@@ -18,7 +18,6 @@ if ! why=$(deploy/hosts check); then
     for _ in $(seq "$CHECKS"); do skip "test hosts" "$why"; done
     t_report; exit
 fi
-on_hosts() { pgrep -f 'redis-server 198\.18\.|inventory-service .*--bind 198\.18\.' | sort; }
 on_hosts > "$T_TMP/before"
 
 out=$(SENTINEL_CUT_STARTS=2 SENTINEL_CUT_UNCUT_FAILOVER=0 HOSTS_PREFIX=invtestsc \
