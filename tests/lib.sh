@@ -88,6 +88,10 @@ cluster_up() {
     CLUSTER_PORTS=${CLUSTER_NODE_PORTS# }
 }
 
+# on_hosts: the pids of the servers that run on test hosts (198.18.0.0/15: Redis, the
+# instances, nginx), sorted: taken before a run and after, what a run left is the difference.
+on_hosts() { pgrep -f 'redis-server 198\.18\.|inventory-service .*--bind 198\.18\.|nginx: master' | sort; }
+
 # running PID: the process exists and is not a zombie (builtins only: it runs often).
 running() {
     local stat

@@ -57,7 +57,6 @@ check "down: the process left in h2 was stopped" wait_until 3 "" sh -c "! kill -
 # --- the recipe of "More than one host" (docs/operations.md), run: hosts-load ------------------
 # Redis, replicas and sentinels on h1-h3, instances by deploy/up --sentinels on h4 and h5,
 # nginx by deploy/up --upstream on h6, a load through it from h6.
-on_hosts() { pgrep -f 'redis-server 198\.18\.|inventory-service .*--bind 198\.18\.|nginx: master' | sort; }
 on_hosts > "$T_TMP/before-load"
 j=$(loadtest/run --lock v8 --scenario hosts-load -d 3 2> "$T_TMP/hosts-load.err" | tail -n 1)
 echo "   $(jq -r .observed <<< "$j")"

@@ -197,9 +197,11 @@ zk_hosts_quorum() {
 # cluster of host_cluster by its seeds), the lock
 # masters of host_lock_master if any, or with ZK_CONNECT set (host_zookeeper) the stock in
 # that ensemble, under INSTANCE_WRAP; ARGs are added (the run's lock settings:
-# instance_flags). True once it answers /health.
+# instance_flags). The binary is SERVICE_BIN when set (as deploy/up takes it: another
+# build, for a before-and-after), else build/inventory-service. True once it answers
+# /health.
 host_instance() {
-    local h=$1 a bin=$BUILD_DIR/inventory-service args; a=$(host_addr "$h"); shift
+    local h=$1 a bin=${SERVICE_BIN:-$BUILD_DIR/inventory-service} args; a=$(host_addr "$h"); shift
     args=(--bind "$a" --port "$H_INSTANCE_PORT" --name "inventory-$h" --faults)
     if [ -n "${ZK_CONNECT:-}" ]; then
         args+=(--zookeeper "$ZK_CONNECT")
