@@ -10,11 +10,12 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "service/config/config.h"
 #include "service/metrics/metrics.h"
 #include "service/store/store.h"
 
-enum { GROUPS_MAX = 64 };
+enum { GROUPS_MAX = 64, WATCH_MS = 10 };
 
 /* A queue of sales and the thread that serves it: the engine's own (every sale comes
  * here first) and, for spread items, one lane per server. */
@@ -27,7 +28,7 @@ struct lane {
 
 /* mu guards every queue, stopping and started. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct lane front = { .cv = PTHREAD_COND_INITIALIZER };
+static struct lane front;
 static struct lane lanes[STORE_SERVERS_MAX];
 static int stopping, started;
 
@@ -107,6 +108,8 @@ static void *lane_main(void *arg)
 {
     struct lane *l = arg;
 
+    if (svc_store->ops->worker)   /* its server's one caller, cut loose should it go silent */
+        svc_store->ops->worker(svc_store, 2);
     pthread_mutex_lock(&mu);
     for (;;) {
         while (l->head == NULL && !stopping)
@@ -161,8 +164,19 @@ static void *atomic_main(void *arg)
     (void)arg;
     pthread_mutex_lock(&mu);
     for (;;) {
-        while (front.head == NULL && !stopping)
-            pthread_cond_wait(&front.cv, &mu);
+        while (front.head == NULL && !stopping) {
+            if (!spread) {
+                pthread_cond_wait(&front.cv, &mu);
+                continue;
+            }
+            /* Every WATCH_MS: a server that stopped answering found, though no sale comes. */
+            clock_cond_wait_until(&front.cv, &mu, clock_now_ms() + WATCH_MS);
+            if (svc_store->ops->watch) {
+                pthread_mutex_unlock(&mu);
+                svc_store->ops->watch(svc_store);
+                pthread_mutex_lock(&mu);
+            }
+        }
         if (front.head == NULL && stopping)
             break;
         struct sale_job *jobs = front.head;
@@ -194,6 +208,7 @@ static void atomic_submit(struct sale_job *j)
 
 static int atomic_start(void)
 {
+    clock_cond_init_monotonic(&front.cv);   /* (timed waits: the watch) */
     for (int i = 0; i < STORE_SERVERS_MAX; i++)
         pthread_cond_init(&lanes[i].cv, NULL);
     if (pthread_create(&front.thread, NULL, atomic_main, NULL) != 0)

@@ -110,7 +110,7 @@ static int shares_of(struct store *s, struct store_group **groups, int n, struct
 
 void rs_sell_atomic(struct store *s, struct store_group **groups, int n)
 {
-    static struct share shares[GROUPS_MAX];   /* the atomic engine's thread's alone */
+    static _Thread_local struct share shares[GROUPS_MAX];   /* each calling thread its own */
     struct redis_store *rs = redis_of(s);
     struct rd_trip trips[GROUPS_MAX];
     int ns, nt = 0, of[GROUPS_MAX];          /* of[t]: the share of trips[t] */

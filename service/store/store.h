@@ -118,7 +118,8 @@ struct store_ops {
     enum store_sold (*sell)(struct store *s, struct lock_client *lc, struct store_batch *b,
                             int release, int *released);
     /* The atomic sale, no lock: each group's sales sold whole by the store itself, every
-     * group in one round trip per server. Every outcome set. */
+     * group in one round trip per server. Every outcome set. Several threads may call it
+     * at once (the atomic engine's lanes, one per server). */
     void (*sell_atomic)(struct store *s, struct store_group **groups, int n);
     /* --faults, the mutual-exclusion probe: id enters item's critical section. 1 when
      * someone else was inside (an overlap), else 0. */
