@@ -1,7 +1,8 @@
 /* sentinel.c - Where the master is, by Redis Sentinel: ask every sentinel at once
  * (SENTINEL get-master-addr-by-name and the configuration epoch, one thread each, one
  * deadline: a majority that agree end the round, so a sentinel behind a partition costs
- * nothing), confirm with ROLE on the address named under the highest epoch before using
+ * nothing; a round that must hear every answer does not wait for a sentinel that did not
+ * answer its last ask, nor past a move a listener heard), confirm with ROLE on the address named under the highest epoch before using
  * it, keep it until an error or a READONLY/LOADING reply (then ask again), and follow
  * +switch-master: one listener thread per sentinel, so that the switch is heard from any
  * that can be reached, and every connection to the old master is cut at once. A
@@ -22,6 +23,8 @@
  * long again, it is taken as dead and made anew (a sentinel behind a partition never
  * answers, and never resets). */
 enum { LISTEN_IDLE_MS = 1000 };
+/* A round waiting for answers looks this often whether a listener heard the master move. */
+enum { ROUND_SLICE_MS = 10 };
 
 struct sentinel {
     struct rd_server sentinel[RD_SERVERS_MAX];
@@ -42,6 +45,10 @@ struct sentinel {
         int started;
     } listener[RD_SERVERS_MAX];
     struct rd_conn *sub[RD_SERVERS_MAX];   /* each listener's subscription, while it has one */
+    /* Each sentinel that did not answer its last ask (a connect or a command that timed
+     * out: behind a partition, down): a round that waits for every answer does not wait
+     * for its, which cannot come within the round. 1 until it answers again. */
+    atomic_int silent[RD_SERVERS_MAX];
     atomic_int askers;                     /* asker threads still running (ask) */
     atomic_int stopping;
 };
@@ -113,6 +120,8 @@ struct round {
     int refs, pending;
     struct answers a;
     struct rd_error err;              /* the last asker's failure */
+    char waiting[RD_SERVERS_MAX];     /* sentinel i has not answered this round yet */
+    unsigned generation;              /* the master's when the round began */
 };
 struct asker { struct round *round; int i; };
 
@@ -173,29 +182,39 @@ static void *asker_main(void *arg)
     }
     rd_reply_free(r);
     rd_conn_close(cn);
-    free(k);
     pthread_mutex_lock(&rd->mu);
     rd->a.answered += answered;
     if (named)
         answers_add(&rd->a, &at, addr, epoch);
     else if (!answered)
         rd->err = err;
+    atomic_store(&s->silent[k->i], !answered);
+    rd->waiting[k->i] = 0;
     rd->pending--;
     pthread_cond_signal(&rd->changed);
     pthread_mutex_unlock(&rd->mu);
+    free(k);
     round_leave(rd);
     atomic_fetch_sub(&s->askers, 1);
     return NULL;
 }
 
-/* Whether a round may end: every sentinel answered, or (unless all are awaited) a
- * majority of all of them named one master (the rest cannot outvote it). */
+/* Whether a round may end: every sentinel answered; the master moved meanwhile (a
+ * listener heard +switch-master: the caller goes there); where all are awaited, every one
+ * yet to answer is one that did not answer its last ask either (silent: its answer cannot
+ * come in time); else a majority of all of them named one master (the rest cannot
+ * outvote it). */
 static int round_settled(const struct round *r, int n, int all)
 {
-    if (r->pending == 0)
+    int awaited = 0;
+
+    if (r->pending == 0 || atomic_load(&r->s->generation) != r->generation)
         return 1;
-    if (all)
-        return 0;
+    if (all) {
+        for (int i = 0; i < n; i++)
+            awaited += r->waiting[i] && !atomic_load(&r->s->silent[i]);
+        return awaited == 0;
+    }
     for (int i = 0; i < r->a.n; i++)
         if (r->a.named[i] > n / 2)
             return 1;
@@ -203,7 +222,8 @@ static int round_settled(const struct round *r, int n, int all)
 }
 
 /* Asks every sentinel for the master's address at once, each on its own thread, and
- * waits until they have all answered, a majority agree (unless all is set), or one
+ * waits until they have all answered (all set: all but those silent at their last ask),
+ * a majority agree (unless all is set), a listener heard the master move, or one
  * connect timeout has passed: a sentinel behind a partition (it answers nothing, and
  * never resets) costs the round nothing when the others agree, and at most that deadline
  * when they do not. RD_OK when at least one named a master, else RD_FAIL with err saying
@@ -216,7 +236,8 @@ static int ask(struct rd_client *rc, struct sentinel *s, int all, struct answers
 
     if (rd == NULL)
         return rd_fail(err, RD_E_NOMEM, "out of memory");
-    *rd = (struct round){ .rc = rc, .s = s, .deadline_ms = rc->connect_timeout_ms, .refs = 1 };
+    *rd = (struct round){ .rc = rc, .s = s, .deadline_ms = rc->connect_timeout_ms, .refs = 1,
+                          .generation = atomic_load(&s->generation) };
     pthread_mutex_init(&rd->mu, NULL);
     clock_cond_init_monotonic(&rd->changed);
     rd_fail(&rd->err, RD_E_CONNECTION, "not asked");
@@ -230,19 +251,23 @@ static int ask(struct rd_client *rc, struct sentinel *s, int all, struct answers
         *k = (struct asker){ .round = rd, .i = i };
         rd->refs++;
         rd->pending++;
+        rd->waiting[i] = 1;
         atomic_fetch_add(&s->askers, 1);
         if (pthread_create(&t, NULL, asker_main, k) != 0) {
             rd->refs--;
             rd->pending--;
+            rd->waiting[i] = 0;
             atomic_fetch_sub(&s->askers, 1);
             free(k);
             continue;
         }
         pthread_detach(t);
     }
-    while (!round_settled(rd, s->n, all) &&
-           clock_cond_wait_until(&rd->changed, &rd->mu, until) == 0)
-        ;
+    /* (In slices: a move a listener hears signals no round.) */
+    while (!round_settled(rd, s->n, all) && clock_now_ms() < until)
+        clock_cond_wait_until(&rd->changed, &rd->mu,
+                              until < clock_now_ms() + ROUND_SLICE_MS ? until
+                                                                       : clock_now_ms() + ROUND_SLICE_MS);
     *a = rd->a;
     *err = rd->err;
     pthread_mutex_unlock(&rd->mu);
