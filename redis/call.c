@@ -170,7 +170,7 @@ int rd_script_load(struct rd_client *rc, const struct rd_script *s, const char *
                    struct rd_error *err)
 {
     int server = rd_route(rc, key ? (int)rd_key_slot(key, strlen(key)) : RD_SLOT_NONE, err);
-    struct rd_conn *cn = server >= 0 ? rd_thread_conn(rc, server, err) : NULL;
+    struct rd_conn *cn = server >= 0 ? rd_health_conn(rc, server, err) : NULL;
 
     int st = RD_FAIL;
 
@@ -362,7 +362,7 @@ static int follow_redirects(struct rd_client *rc, struct rd_batch *const b[TRIP_
         } else {
             server = rc->locator->redirected(rc, r, !asking);
         }
-        if (server < 0 || (cn = rd_thread_conn(rc, server, err)) == NULL)
+        if (server < 0 || (cn = rd_health_conn(rc, server, err)) == NULL)
             break;
         if (send_tail(cn, b, k, i, asking, err) != RD_OK)
             return RD_FAIL;
@@ -380,7 +380,7 @@ static void trip_send(struct rd_client *rc, struct rd_trip *t)
     t->cn_ = NULL;
     t->status = RD_FAIL;
     if ((t->server_ = rd_route(rc, t->slot_, &t->err)) < 0 ||
-        (t->cn_ = rd_thread_conn(rc, t->server_, &t->err)) == NULL)
+        (t->cn_ = rd_health_conn(rc, t->server_, &t->err)) == NULL)
         return;
     if (rd_conn_deadline(rc, t->cn_, &t->err) != RD_OK) {
         t->cn_ = NULL;   /* not sent: the connection is as good as it was */
@@ -598,7 +598,7 @@ int rd_fanout(struct rd_client *const *rcs, int n, struct rd_batch *b, struct rd
     for (int i = 0; i < n; i++) {
         int done = 0;
         replies[i] = NULL;
-        if ((cn[i] = rd_thread_conn(rcs[i], 0, &err)) == NULL)
+        if ((cn[i] = rd_health_conn(rcs[i], 0, &err)) == NULL)
             continue;
         if (rd_conn_deadline(rcs[i], cn[i], &err) != RD_OK) {
             cn[i] = NULL;

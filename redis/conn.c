@@ -53,6 +53,11 @@ void rd_thread_deadline(long long until_ms)
     thread_deadline_ms = until_ms;
 }
 
+int rd_thread_has_deadline(void)
+{
+    return thread_deadline_ms != 0;
+}
+
 /* How long a connect (and its AUTH) may take: the connect timeout, or what is left of
  * the calling thread's deadline when that is less (<= 0: it has passed). */
 static long connect_ms(const struct rd_client *rc)
@@ -260,7 +265,7 @@ static int usable(struct rd_client *rc, const struct rd_conn *cn, long long now)
 }
 
 /* The calling thread's connections; NULL when it has none and create is 0. */
-static struct rd_thread *thread_of(struct rd_client *rc, int create)
+struct rd_thread *rd_thread_of(struct rd_client *rc, int create)
 {
     struct rd_thread *t = pthread_getspecific(rc->key);
 
@@ -278,7 +283,7 @@ int rd_route(struct rd_client *rc, int slot, struct rd_error *err)
 
     if (rc->locator->route == NULL)
         return 0;
-    if (slot == RD_SLOT_NONE && (t = thread_of(rc, 0)) != NULL && t->conn[t->at])
+    if (slot == RD_SLOT_NONE && (t = rd_thread_of(rc, 0)) != NULL && t->conn[t->at])
         return t->at;
     if ((server = rc->locator->route(rc, slot, err)) < 0)
         rd_tell_state(rc, 0, err->msg);
@@ -295,7 +300,7 @@ void rd_client_moved(struct rd_client *rc, const struct rd_reply *r)
 
 struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error *err)
 {
-    struct rd_thread *t = thread_of(rc, 1);
+    struct rd_thread *t = rd_thread_of(rc, 1);
     struct rd_conn *cn;
     long long now = clock_now_ms();
 
@@ -303,8 +308,6 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error
         rd_fail(err, RD_E_NOMEM, "out of memory, or server %d out of range", server);
         return NULL;
     }
-    if (rd_health_enter(rc, t, server, err) != RD_OK)
-        return NULL;   /* marked down, or its gate full: nothing sent, nothing changed */
     t->at = server;
     if ((cn = t->conn[server]) != NULL && usable(rc, cn, now)) {
         cn->used_ms = now;
@@ -323,8 +326,6 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error
                 err->fault = RD_E_CONNECT;
             atomic_fetch_add(&rc->changes, 1);
             rd_tell_state(rc, 0, err->msg);
-            if (thread_deadline_ms == 0)   /* (a deadline's short connect says nothing) */
-                rd_health_failed(rc, server);
             if (rc->locator->forget)
                 rc->locator->forget(rc);
             return NULL;
@@ -336,7 +337,6 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error
         rd_conn_close(cn);
     }
     cn->server = server;
-    cn->gated = rd_health_gated();
     t->conn[server] = cn;
     atomic_fetch_add(&rc->opens, 1);
     if (atomic_load(&rc->down))
@@ -346,7 +346,7 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error
 
 void rd_thread_conn_close(struct rd_client *rc, struct rd_conn *cn)
 {
-    struct rd_thread *t = thread_of(rc, 0);
+    struct rd_thread *t = rd_thread_of(rc, 0);
 
     if (t && cn->server >= 0 && cn->server < RD_SERVERS_KNOWN && t->conn[cn->server] == cn)
         t->conn[cn->server] = NULL;
@@ -376,7 +376,7 @@ int rd_client_cut_stale(struct rd_client *rc)
 
 void rd_thread_at(struct rd_client *rc, int server)
 {
-    struct rd_thread *t = thread_of(rc, 0);
+    struct rd_thread *t = rd_thread_of(rc, 0);
 
     if (t && server >= 0 && server < RD_SERVERS_KNOWN)
         t->at = server;
@@ -385,7 +385,7 @@ void rd_thread_at(struct rd_client *rc, int server)
 /* The connection the calling thread was last handed, or NULL. */
 static struct rd_conn *thread_current(struct rd_client *rc)
 {
-    struct rd_thread *t = thread_of(rc, 0);
+    struct rd_thread *t = rd_thread_of(rc, 0);
 
     return t ? t->conn[t->at] : NULL;
 }

@@ -132,9 +132,24 @@ int rd_health_enter(struct rd_client *rc, struct rd_thread *t, int server, struc
     return RD_OK;
 }
 
-int rd_health_gated(void)
+struct rd_conn *rd_health_conn(struct rd_client *rc, int server, struct rd_error *err)
 {
-    return thread_gated;
+    struct rd_thread *t = rd_thread_of(rc, 1);
+    struct rd_conn *cn;
+
+    if (t == NULL || server < 0 || server >= RD_SERVERS_KNOWN) {
+        rd_fail(err, RD_E_NOMEM, "out of memory, or server %d out of range", server);
+        return NULL;
+    }
+    if (rd_health_enter(rc, t, server, err) != RD_OK)
+        return NULL;   /* marked down, or its gate full: nothing sent, nothing changed */
+    if ((cn = rd_thread_conn(rc, server, err)) == NULL) {
+        if (err->fault == RD_E_CONNECT && !rd_thread_has_deadline())
+            rd_health_failed(rc, server);   /* (a deadline's short connect says nothing) */
+        return NULL;
+    }
+    cn->gated = thread_gated;
+    return cn;
 }
 
 /* The calling thread t leaves server s (its bits cleared, its counts given back). */

@@ -90,14 +90,17 @@ extern const struct rd_locator rd_single_locator, rd_sentinel_locator, rd_cluste
  * nothing sent) when the server is marked down and no probe is due, or its gate stays
  * full. Entering a server the thread is already in is free. */
 int rd_health_enter(struct rd_client *rc, struct rd_thread *t, int server, struct rd_error *err);
+/* rd_thread_conn for a call: the server entered first (rd_health_enter: a server marked
+ * down, or its gate full, gives NULL at once, nothing sent), a failed connect marking it
+ * down (unless the thread's own deadline cut it short), the connection marked gated when
+ * the thread is. */
+struct rd_conn *rd_health_conn(struct rd_client *rc, int server, struct rd_error *err);
 /* The server answered (it is up; leave 1: the calling thread's call is done with it);
  * it did not in time, or refused a connect (marked down). */
 void rd_health_answered(struct rd_client *rc, int server, int leave);
 void rd_health_failed(struct rd_client *rc, int server);
 /* 1 when server is marked down now, or silent (rd_key_silent). */
 int rd_health_is_down(struct rd_client *rc, int server);
-/* 1 when the calling thread is gated (rd_thread_gate). */
-int rd_health_gated(void);
 /* The calling thread's call ends: it leaves every server it entered. */
 void rd_health_leave(struct rd_client *rc);
 /* The client goes: waits for its probe threads to end. */
@@ -122,8 +125,12 @@ int rd_conn_is_master(struct rd_conn *cn);
  * forgets what it learnt, and the calling thread's connection is dropped. */
 void rd_conn_moved(struct rd_client *rc);
 /* The calling thread's connection to server (made or made again as needed); NULL with
- * err. */
+ * err. The calls use rd_health_conn (health.c), which asks the server's health first. */
 struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error *err);
+/* The calling thread's connections (made when create is 1); NULL when it has none. */
+struct rd_thread *rd_thread_of(struct rd_client *rc, int create);
+/* 1 when the calling thread has a deadline (rd_thread_deadline). */
+int rd_thread_has_deadline(void);
 /* Before a command on cn (one of the calling thread's): its timeout becomes what is left
  * of the thread's deadline (rd_thread_deadline), at most the command timeout, or the
  * command timeout again when the thread has none. RD_FAIL with err (RD_E_TIMEOUT) when
