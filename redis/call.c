@@ -355,6 +355,7 @@ static int follow_redirects(struct rd_client *rc, struct rd_batch *const b[TRIP_
         if (r->fault == RD_E_TRYAGAIN) {
             if (clock_now_ms() + pause > deadline)
                 break;
+            rd_health_leave(rc);   /* (it waits on no server while it sleeps) */
             clock_sleep_ms(pause);
             atomic_fetch_add(&rc->tryagain_wait_ms, pause);
             pause = pause * 2 > 100 ? 100 : pause * 2;
@@ -366,8 +367,21 @@ static int follow_redirects(struct rd_client *rc, struct rd_batch *const b[TRIP_
             break;
         if (send_tail(cn, b, k, i, asking, err) != RD_OK)
             return RD_FAIL;
+        rd_health_answered(rc, server, 0);
     }
     return RD_OK;
+}
+
+/* 1 when b holds a WAIT (it blocks on the server until replicas answer, by design). */
+static int has_wait(const struct rd_batch *b)
+{
+    static const char wait[] = "*3\r\n$4\r\nWAIT\r\n";
+
+    for (int i = 0; b && i < b->n; i++)
+        if (b->off[i + 1] - b->off[i] > sizeof(wait) - 1 &&
+            memcmp(b->buf + b->off[i], wait, sizeof(wait) - 1) == 0)
+            return 1;
+    return 0;
 }
 
 /* Sends trip t's commands on the connection to its keys' server, written out at once. */
@@ -386,8 +400,12 @@ static void trip_send(struct rd_client *rc, struct rd_trip *t)
         t->cn_ = NULL;   /* not sent: the connection is as good as it was */
         return;
     }
-    for (int k = 0; k < TRIP_BATCHES; k++)
+    t->deadline_ = t->cn_->deadline_set;
+    for (int k = 0; k < TRIP_BATCHES; k++) {
         send_range(t->cn_->c, b[k], 0, b[k] ? b[k]->n : 0);
+        if (has_wait(b[k]))   /* WAIT blocks by itself: no sign of a silent server */
+            rd_health_blocking(rc, t->server_);
+    }
     while (!done && redisBufferWrite(t->cn_->c, &done) == REDIS_OK)
         ;   /* a write that failed shows as the read's error */
     t->status = RD_OK;
@@ -408,7 +426,7 @@ static void trip_health(struct rd_client *rc, const struct rd_trip *t)
 {
     if (t->status == RD_OK)
         rd_health_answered(rc, t->server_, 0);
-    else if (t->err.fault == RD_E_TIMEOUT && !t->cn_->deadline_set)
+    else if (t->err.fault == RD_E_TIMEOUT && !t->deadline_)
         rd_health_failed(rc, t->server_);
 }
 
@@ -446,6 +464,8 @@ static void trips_read(struct rd_client *rc, struct rd_trip *trips, int n)
     for (int i = 0; i < n; i++)
         if (trips[i].status == RD_OK && waiting < RD_SERVERS_KNOWN)
             wait[waiting] = trips[i].cn_, who[waiting++] = i;
+        else if (trips[i].status == RD_OK)
+            trip_read(&trips[i]);   /* (past the poll's table: in turn) */
     while (waiting > 0) {
         long long left = until - clock_now_ms();
         int k = left > 0 ? rd_conn_poll(wait, waiting, (long)left) : -1;
@@ -459,7 +479,9 @@ static void trips_read(struct rd_client *rc, struct rd_trip *trips, int n)
             t->status = rd_fail(&t->err, RD_E_TIMEOUT, "no reply in time");
             k = 0;
         }
-        wait[k] = wait[waiting - 1], who[k] = who[waiting - 1];
+        /* Out in order: two trips on one connection are read in the order sent. */
+        memmove(&wait[k], &wait[k + 1], sizeof(wait[0]) * (size_t)(waiting - k - 1));
+        memmove(&who[k], &who[k + 1], sizeof(who[0]) * (size_t)(waiting - k - 1));
         waiting--;
     }
 }

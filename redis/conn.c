@@ -330,6 +330,7 @@ struct rd_conn *rd_thread_conn(struct rd_client *rc, int server, struct rd_error
                 rc->locator->forget(rc);
             return NULL;
         }
+        cn->server = server;   /* (before it is listed: health.c walks the list) */
         conn_list(rc, cn);
         /* The master moved while it was made (a cut then missed it): once more. */
         if (tries > 0 || !(rc->locator->stale && rc->locator->stale(rc, cn)))

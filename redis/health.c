@@ -35,8 +35,8 @@
 #include "common/clock.h"
 
 enum {
-    PROBE_GAP_MS = 250,   /* a node marked down is asked again this long after */
-    GATE_WAIT_MS = 20     /* a gated caller waits this long for a node's slot */
+    PROBE_GAP_MS = 250,          /* a node marked down is asked again this long after */
+    GATE_WAIT_MS = RD_SILENT_MS  /* a gated caller waits this long for a node's slot */
 };
 
 static _Thread_local int thread_gated;
@@ -48,7 +48,7 @@ void rd_thread_gate(int on)
 
 void rd_client_gate(struct rd_client *rc, int most)
 {
-    rc->gate = most > 0 ? most : 0;
+    atomic_store(&rc->gate, most > 0 ? most : 0);
 }
 
 /* The absolute time ms from now on CLOCK_MONOTONIC (the gate's condition uses it). */
@@ -71,22 +71,24 @@ static struct timespec abs_after(long ms)
  * gave up and it has not answered since). */
 static int gate_in(struct rd_client *rc, struct rd_health *h, int server, struct rd_error *err)
 {
-    struct timespec until;
-    int st = RD_OK, timed_out = 0;
+    struct timespec until = abs_after(GATE_WAIT_MS);
+    long long stalled, since = clock_now_ms();
+    int st = RD_OK, gate = atomic_load(&rc->gate), timed_out = 0;
 
     pthread_mutex_lock(&rc->gate_mu);
-    if (h->inside >= rc->gate && h->stalled_ms && atomic_load(&h->answered_ms) < h->stalled_ms)
+    stalled = atomic_load(&h->stalled_ms);
+    if (h->inside >= gate && stalled && atomic_load(&h->answered_ms) < stalled)
         timed_out = 1;
-    until = abs_after(GATE_WAIT_MS);
-    while (!timed_out && h->inside >= rc->gate)
+    while (!timed_out && h->inside >= gate)
         timed_out = pthread_cond_timedwait(&rc->gate_cv, &rc->gate_mu, &until) == ETIMEDOUT &&
-                    h->inside >= rc->gate;
+                    h->inside >= gate;
     if (timed_out) {
-        if (h->stalled_ms == 0 || atomic_load(&h->answered_ms) >= h->stalled_ms)
-            h->stalled_ms = clock_now_ms();
+        /* Stalled: none of those inside was answered, nor anyone else, all the wait. */
+        if (atomic_load(&h->answered_ms) < since)
+            atomic_store(&h->stalled_ms, clock_now_ms());
         atomic_fetch_add(&h->refused_full, 1);
-        st = rd_fail(err, RD_E_CONNECT, "cluster node %d: %d workers wait on it and it has "
-                     "not answered for %d ms: not sent", server, h->inside, GATE_WAIT_MS);
+        st = rd_fail(err, RD_E_CONNECT, "cluster node %d: %d workers wait on it and none was "
+                     "answered in %d ms: not sent", server, h->inside, GATE_WAIT_MS);
     } else if (++h->inside > h->peak) {
         h->peak = h->inside;
     }
@@ -113,10 +115,11 @@ int rd_health_enter(struct rd_client *rc, struct rd_thread *t, int server, struc
         }
         t->probe |= bit;
     }
-    if (atomic_fetch_add(&h->calls, 1) == 0)
+    if (atomic_load(&h->calls) == 0)   /* (before the count: silent() reads it first) */
         atomic_store(&h->busy_ms, clock_now_ms());
+    atomic_fetch_add(&h->calls, 1);
     t->called |= bit;
-    if (thread_gated && rc->gate > 0) {
+    if (thread_gated && atomic_load(&rc->gate) > 0) {
         if (gate_in(rc, h, server, err) != RD_OK) {
             if (t->probe & bit) {
                 t->probe &= ~bit;
@@ -148,7 +151,7 @@ struct rd_conn *rd_health_conn(struct rd_client *rc, int server, struct rd_error
             rd_health_failed(rc, server);   /* (a deadline's short connect says nothing) */
         return NULL;
     }
-    cn->gated = thread_gated;
+    atomic_store(&cn->gated, thread_gated);
     return cn;
 }
 
@@ -190,6 +193,17 @@ void rd_health_answered(struct rd_client *rc, int server, int leave)
         leave_one(rc, t, server);
 }
 
+void rd_health_blocking(struct rd_client *rc, int server)
+{
+    struct rd_thread *t = pthread_getspecific(rc->key);
+    unsigned long long bit = 1ULL << server;
+
+    if (t && server >= 0 && server < RD_SERVERS_KNOWN && (t->called & bit)) {
+        t->called &= ~bit;
+        atomic_fetch_sub(&rc->health[server].calls, 1);
+    }
+}
+
 void rd_health_failed(struct rd_client *rc, int server)
 {
     struct rd_health *h;
@@ -211,7 +225,7 @@ static void give_up(struct rd_client *rc, int s)
     rd_health_failed(rc, s);
     pthread_mutex_lock(&rc->conns_mu);
     for (struct rd_conn *cn = rc->conns; cn; cn = cn->next)
-        if (cn->server == s && cn->gated && cn->c)
+        if (cn->server == s && atomic_load(&cn->gated) && cn->c)
             shutdown(cn->c->fd, SHUT_RDWR);
     pthread_mutex_unlock(&rc->conns_mu);
 }
@@ -222,28 +236,31 @@ static void give_up(struct rd_client *rc, int s)
 static int silent(struct rd_client *rc, int s)
 {
     struct rd_health *h = &rc->health[s];
+    int calls = atomic_load(&h->calls);   /* (first: busy_ms is set before it counts) */
     long long answered = atomic_load(&h->answered_ms), since = atomic_load(&h->busy_ms);
-    long long stalled;
+    long long stalled = atomic_load(&h->stalled_ms);
 
     if (atomic_load(&h->down_ms))   /* (unless a probe may go: a call goes as one) */
         return atomic_load(&rc->watched) || clock_now_ms() < atomic_load(&h->probe_ms) ||
                atomic_load(&h->probing);
-    pthread_mutex_lock(&rc->gate_mu);
-    stalled = h->stalled_ms;
-    pthread_mutex_unlock(&rc->gate_mu);
-    if (stalled && answered < stalled)
+    if (calls > 0 && clock_now_ms() - (answered > since ? answered : since) > RD_SILENT_MS) {
+        give_up(rc, s);
         return 1;
-    if (atomic_load(&h->calls) == 0 ||
-        clock_now_ms() - (answered > since ? answered : since) <= RD_SILENT_MS)
-        return 0;
-    give_up(rc, s);
-    return 1;
+    }
+    return stalled && answered < stalled;
 }
 
 int rd_health_is_down(struct rd_client *rc, int server)
 {
     return rc->locator->marks_down && server >= 0 && server < RD_SERVERS_KNOWN &&
            silent(rc, server);
+}
+
+int rd_key_server_known(struct rd_client *rc, const char *key)
+{
+    if (!rc->locator->peek)
+        return 0;
+    return rc->locator->peek(rc, (int)rd_key_slot(key, strlen(key)));
 }
 
 int rd_key_silent(struct rd_client *rc, const char *key)

@@ -22,7 +22,7 @@ struct rd_conn {
     struct rd_client *listed;     /* in this client's list of connections (else NULL) */
     struct rd_conn *prev, *next;
     int deadline_set;             /* its timeout is a thread deadline's (rd_conn_deadline) */
-    int gated;                    /* a gated thread's (health.c may cut it loose) */
+    atomic_int gated;             /* a gated thread's (health.c may cut it loose) */
     /* Scripts loaded on this connection's server since it was made (SCRIPT LOAD), until
      * it said NOSCRIPT for one. Only the connection's thread uses it. */
     const struct rd_script *known[RD_SCRIPTS_KNOWN];
@@ -42,7 +42,7 @@ struct rd_thread {
 struct rd_health {
     int inside, peak;             /* gated callers inside a trip to it now, the most at
                                      once (under the client's gate_mu) */
-    long long stalled_ms;         /* a gated wait for it gave up then (gate_mu) */
+    atomic_llong stalled_ms;      /* a gated wait for it gave up then (set under gate_mu) */
     atomic_llong answered_ms;     /* monotonic: its last answer */
     atomic_int calls;             /* callers inside a call to it now, gated or not */
     atomic_llong busy_ms;         /* when calls last went from 0 to 1 */
@@ -74,7 +74,7 @@ struct rd_client {
     atomic_llong moved, ask, tryagain, tryagain_wait_ms, map_reads;
     /* health.c: each server's state, and the gate (0: none) of the gated threads. */
     struct rd_health health[RD_SERVERS_KNOWN];
-    int gate;
+    atomic_int gate;
     atomic_int watched;           /* rd_client_watch ticks: probes are its own threads */
     atomic_int probes;            /* probe threads running */
     pthread_mutex_t gate_mu;
@@ -99,6 +99,9 @@ struct rd_conn *rd_health_conn(struct rd_client *rc, int server, struct rd_error
  * it did not in time, or refused a connect (marked down). */
 void rd_health_answered(struct rd_client *rc, int server, int leave);
 void rd_health_failed(struct rd_client *rc, int server);
+/* The calling thread's call to server waits for a reason of its own (WAIT for replicas):
+ * it does not count as waiting on a silent server. */
+void rd_health_blocking(struct rd_client *rc, int server);
 /* 1 when server is marked down now, or silent (rd_key_silent). */
 int rd_health_is_down(struct rd_client *rc, int server);
 /* The calling thread's call ends: it leaves every server it entered. */

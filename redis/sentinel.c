@@ -71,6 +71,8 @@ struct answers {
     long long epoch[RD_SERVERS_MAX];
     int named[RD_SERVERS_MAX];        /* how many sentinels named it */
     int n, answered;
+    int moved;                        /* the round ended as a listener heard the master
+                                         move: the answers are partial, maybe stale */
 };
 
 /* host:port as a numeric address ("127.0.0.1:6379"), or as spelt when it cannot be
@@ -269,6 +271,7 @@ static int ask(struct rd_client *rc, struct sentinel *s, int all, struct answers
                               until < clock_now_ms() + ROUND_SLICE_MS ? until
                                                                        : clock_now_ms() + ROUND_SLICE_MS);
     *a = rd->a;
+    a->moved = atomic_load(&s->generation) != rd->generation;
     *err = rd->err;
     pthread_mutex_unlock(&rd->mu);
     round_leave(rd);
@@ -365,36 +368,50 @@ static struct rd_conn *confirm(struct rd_client *rc, struct sentinel *s, const s
     return found;
 }
 
-static struct rd_conn *sentinel_open(struct rd_client *rc, int server, struct rd_error *err)
+/* A connection to the master as last confirmed or announced, if there is one and it says
+ * it is a master; else NULL. The generation of its address is read with it: a move heard
+ * while we connect makes the connection stale at once (cut, or replaced on its next use). */
+static struct rd_conn *known_master(struct rd_client *rc, struct sentinel *s, struct rd_error *err)
 {
-    struct sentinel *s = rc->locator_state;
-    struct answers a;
     struct rd_server at;
     struct rd_conn *cn;
     unsigned gen;
     int known;
 
-    (void)server;
-    /* The generation of this address, read with it: a move heard while we connect makes
-     * the connection stale at once (cut, or replaced on its next use). */
     pthread_mutex_lock(&s->mu);
     at = s->at;
     known = s->known;
     gen = atomic_load(&s->generation);
     pthread_mutex_unlock(&s->mu);
-    if (known && (cn = master_at(rc, &at, err)) != NULL) {
-        cn->generation = gen;
-        return cn;
-    }
-    if (ask(rc, s, 0, &a, err) != RD_OK)
+    if (!known) {
+        rd_fail(err, RD_E_CONNECT, "no master known yet for %.64s", s->master);
         return NULL;
+    }
+    if ((cn = master_at(rc, &at, err)) != NULL)
+        cn->generation = gen;
+    return cn;
+}
+
+static struct rd_conn *sentinel_open(struct rd_client *rc, int server, struct rd_error *err)
+{
+    struct sentinel *s = rc->locator_state;
+    struct answers a = { 0 };
+    struct rd_conn *cn;
+
+    (void)server;
+    if ((cn = known_master(rc, s, err)) != NULL)
+        return cn;
+    if (ask(rc, s, 0, &a, err) != RD_OK && !a.moved)
+        return NULL;
+    if (a.moved)   /* a listener heard the switch meanwhile: go there */
+        return known_master(rc, s, err);
     if ((cn = confirm(rc, s, &a, err)) != NULL || a.answered == s->n)
         return cn;
     /* The majority's master is not one (the sentinels still name the old master just
      * after a failover): the answers not yet in may name the new one. */
-    if (ask(rc, s, 1, &a, err) != RD_OK)
+    if (ask(rc, s, 1, &a, err) != RD_OK && !a.moved)
         return NULL;
-    return confirm(rc, s, &a, err);
+    return a.moved ? known_master(rc, s, err) : confirm(rc, s, &a, err);
 }
 
 static void sentinel_forget(struct rd_client *rc)
@@ -449,7 +466,7 @@ static void listen_to(struct rd_client *rc, struct sentinel *s, int i)
     pthread_mutex_unlock(&s->mu);
     /* A switch missed while not subscribed: the sentinels' answer now says it (when they
      * agree; else the next connection sorts it out by ROLE). */
-    if (ask(rc, s, 0, &a, &err) == RD_OK && a.n == 1)
+    if (ask(rc, s, 0, &a, &err) == RD_OK && a.n == 1 && !a.moved)
         set_master(rc, s, &a.at[0]);
     while (!atomic_load(&s->stopping) && (r = rd_conn_read(cn, LISTEN_IDLE_MS)) != NULL) {
         if (r->type == RD_ARRAY && r->elements == 3 && r->element[2]->type == RD_STRING)

@@ -2,12 +2,14 @@
  * sales whole by itself (on Redis, one script per item). It runs on an event loop: one
  * thread takes everything queued, groups it by item, has the store sell every group at
  * once (one round trip per server), and resumes the connections. Where the store's items
- * are spread over servers (a Redis Cluster), that thread hands each sale to its server's
- * lane, a thread of its own: a server that stops answering holds only its own items'
- * sales, never the others'. */
+ * are spread over servers (a Redis Cluster), each sale goes to its server's lane, a
+ * thread of its own (the engine's thread keeps those of a server not known yet, and
+ * watches the servers): a server that stops answering holds only its own items' sales,
+ * and once it is found silent they are answered at once. */
 #include "service/sale/engine.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
@@ -21,6 +23,7 @@ enum { GROUPS_MAX = 64, WATCH_MS = 10 };
  * here first) and, for spread items, one lane per server. */
 struct lane {
     struct sale_job *head, *tail;
+    struct store_group *groups;   /* its thread's, for serve (GROUPS_MAX) */
     pthread_cond_t cv;
     pthread_t thread;
     int started;
@@ -31,6 +34,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct lane front;
 static struct lane lanes[STORE_SERVERS_MAX];
 static int stopping, started;
+static int spread;                /* items on several servers: a lane each (item_server) */
 
 /* Appends j to l's queue and wakes its thread; with mu held. */
 static void lane_push(struct lane *l, struct sale_job *j)
@@ -70,10 +74,10 @@ static void sell_groups(struct store_group *groups, int ng)
     svc_store->ops->sell_atomic(svc_store, each, ng);
 }
 
-/* One round: the queued jobs grouped by item, sold, answered. */
-static void serve(struct sale_job *jobs)
+/* One round: the queued jobs grouped by item (in groups: the serving thread's own, of
+ * GROUPS_MAX), sold, answered. */
+static void serve(struct sale_job *jobs, struct store_group *groups)
 {
-    static _Thread_local struct store_group groups[GROUPS_MAX];   /* each lane's own */
     struct store_group *g;
     int ng = 0;
 
@@ -92,10 +96,10 @@ static void serve(struct sale_job *jobs)
     sell_groups(groups, ng);
 }
 
-/* Serves jobs, then resumes their connections. */
-static void serve_and_resume(struct sale_job *jobs)
+/* Serves jobs (groups: serve's), then resumes their connections. */
+static void serve_and_resume(struct sale_job *jobs, struct store_group *groups)
 {
-    serve(jobs);
+    serve(jobs, groups);
     for (struct sale_job *j = jobs, *next; j; j = next) {
         next = j->next; /* the job may be freed as soon as its connection resumes */
         engine_resume(j);
@@ -109,7 +113,7 @@ static void *lane_main(void *arg)
     struct lane *l = arg;
 
     if (svc_store->ops->worker)   /* its server's one caller, cut loose should it go silent */
-        svc_store->ops->worker(svc_store, 2);
+        svc_store->ops->worker(svc_store, 0);
     pthread_mutex_lock(&mu);
     for (;;) {
         while (l->head == NULL && !stopping)
@@ -119,81 +123,74 @@ static void *lane_main(void *arg)
         struct sale_job *jobs = l->head;
         l->head = l->tail = NULL;
         pthread_mutex_unlock(&mu);
-        serve_and_resume(jobs);
+        serve_and_resume(jobs, l->groups);
         pthread_mutex_lock(&mu);
     }
     pthread_mutex_unlock(&mu);
     return NULL;
 }
 
-/* Hands each of jobs to the lane of its item's server (started on first use; lane 0 when
- * the store cannot say, where the sale answers as the store does). A job whose lane
- * cannot be started is served here. */
-static void dispatch(struct sale_job *jobs)
+/* The engine's thread: takes what is queued (spread items: those of a server not known
+ * yet) and serves it; with spread items, watches the servers every WATCH_MS. */
+/* With spread items, every WATCH_MS whatever the queue holds: a server that stopped
+ * answering found though no sale of it comes (the store's watch). With mu held; *last:
+ * when it last ran. */
+static void watch_due(long long *last)
 {
-    struct sale_job *here = NULL;
-
-    for (struct sale_job *j = jobs, *next; j; j = next) {
-        int s = svc_store->ops->item_server(svc_store, j->item);
-        struct lane *l = &lanes[s >= 0 && s < STORE_SERVERS_MAX ? s : 0];
-
-        next = j->next;
-        if (engine_answer_silent(j))   /* its lane waits on a server that does not answer */
-            continue;
-        pthread_mutex_lock(&mu);
-        if (!l->started && pthread_create(&l->thread, NULL, lane_main, l) == 0)
-            l->started = 1;
-        if (l->started)
-            lane_push(l, j);
-        pthread_mutex_unlock(&mu);
-        if (!l->started) {
-            j->next = here;
-            here = j;
-        }
-    }
-    if (here)
-        serve_and_resume(here);
+    if (!spread || !svc_store->ops->watch || clock_now_ms() < *last + WATCH_MS)
+        return;
+    *last = clock_now_ms();
+    pthread_mutex_unlock(&mu);
+    svc_store->ops->watch(svc_store);
+    pthread_mutex_lock(&mu);
 }
 
-/* The engine's thread: takes what is queued and serves it, or (spread items) hands it to
- * the lanes. */
 static void *atomic_main(void *arg)
 {
-    int spread = svc_store->spread && svc_store->ops->item_server;
+    long long watched = 0;
 
     (void)arg;
     pthread_mutex_lock(&mu);
     for (;;) {
         while (front.head == NULL && !stopping) {
-            if (!spread) {
+            if (spread)
+                clock_cond_wait_until(&front.cv, &mu, watched + WATCH_MS);
+            else
                 pthread_cond_wait(&front.cv, &mu);
-                continue;
-            }
-            /* Every WATCH_MS: a server that stopped answering found, though no sale comes. */
-            clock_cond_wait_until(&front.cv, &mu, clock_now_ms() + WATCH_MS);
-            if (svc_store->ops->watch) {
-                pthread_mutex_unlock(&mu);
-                svc_store->ops->watch(svc_store);
-                pthread_mutex_lock(&mu);
-            }
+            watch_due(&watched);
         }
         if (front.head == NULL && stopping)
             break;
         struct sale_job *jobs = front.head;
         front.head = front.tail = NULL;
         pthread_mutex_unlock(&mu);
-        if (spread)
-            dispatch(jobs);
-        else
-            serve_and_resume(jobs);
+        serve_and_resume(jobs, front.groups);
         pthread_mutex_lock(&mu);
+        watch_due(&watched);
     }
     pthread_mutex_unlock(&mu);
     return NULL;
 }
 
+/* The queue of j: its item's server's lane (started on first use), or the engine's own
+ * (one server; a server not known yet; a lane that cannot start). With mu held. */
+static struct lane *lane_of(const struct sale_job *j)
+{
+    int s = spread ? svc_store->ops->item_server(svc_store, j->item) : -1;
+    struct lane *l = s >= 0 && s < STORE_SERVERS_MAX ? &lanes[s] : &front;
+
+    if (l != &front && !l->started && l->groups == NULL)
+        l->groups = calloc(GROUPS_MAX, sizeof(*l->groups));
+    if (l != &front && !l->started && l->groups &&
+        pthread_create(&l->thread, NULL, lane_main, l) == 0)
+        l->started = 1;
+    return l == &front || l->started ? l : &front;
+}
+
 static void atomic_submit(struct sale_job *j)
 {
+    if (spread && engine_answer_silent(j))   /* its server does not answer: none waits on it */
+        return;
     pthread_mutex_lock(&mu);
     if (!started || stopping) {
         /* Shutting down: nothing is sold; the client may try again. */
@@ -202,12 +199,15 @@ static void atomic_submit(struct sale_job *j)
         engine_resume(j);
         return;
     }
-    lane_push(&front, j);
+    lane_push(lane_of(j), j);
     pthread_mutex_unlock(&mu);
 }
 
 static int atomic_start(void)
 {
+    spread = svc_store->spread && svc_store->ops->item_server;
+    if (front.groups == NULL && (front.groups = calloc(GROUPS_MAX, sizeof(*front.groups))) == NULL)
+        return -1;
     clock_cond_init_monotonic(&front.cv);   /* (timed waits: the watch) */
     for (int i = 0; i < STORE_SERVERS_MAX; i++)
         pthread_cond_init(&lanes[i].cv, NULL);
@@ -232,11 +232,15 @@ static void atomic_stop(void)
     for (int i = 0; i < STORE_SERVERS_MAX; i++)
         pthread_cond_signal(&lanes[i].cv);
     pthread_mutex_unlock(&mu);
-    for (int i = 0; i < STORE_SERVERS_MAX; i++)
-        if (lanes[i].started) {
+    for (int i = 0; i < STORE_SERVERS_MAX; i++) {
+        if (lanes[i].started)
             pthread_join(lanes[i].thread, NULL);
-            lanes[i].started = 0;
-        }
+        lanes[i].started = 0;
+        free(lanes[i].groups);
+        lanes[i].groups = NULL;
+    }
+    free(front.groups);
+    front.groups = NULL;
     started = 0;
 }
 

@@ -179,12 +179,11 @@ static void counter(FILE *out, const char *name, const char *help, long long val
     fprintf(out, "# HELP %s %s\n# TYPE %s counter\n%s %lld\n", name, help, name, name, value);
 }
 
-/* On a cluster: the node that serves item's slot (rd_key_server's number). */
+/* On a cluster: the node that serves item's slot, as the client knows now. */
 static int rs_item_server(struct store *s, const char *item)
 {
     char key[RS_KEY_MAX];
-    struct rd_error why;
-    int server = rd_key_server(s->redis, rs_key(&key, RS_STOCK, item), &why);
+    int server = rd_key_server_known(s->redis, rs_key(&key, RS_STOCK, item));
 
     return server < STORE_SERVERS_MAX ? server : -1;
 }
@@ -203,10 +202,12 @@ static void rs_watch(struct store *s)
     rd_client_watch(s->redis);
 }
 
-/* The calling thread is a sale worker: at most half of them inside a call to one node. */
+/* The calling thread is a sale worker: at most half of them inside a call to one node
+ * (workers 0: no cap), and its connections cut loose from a node that goes silent. */
 static void rs_worker(struct store *s, int workers)
 {
-    rd_client_gate(s->redis, workers / 2 > 0 ? workers / 2 : 1);
+    if (workers > 0)
+        rd_client_gate(s->redis, workers / 2 > 0 ? workers / 2 : 1);
     rd_thread_gate(1);
 }
 

@@ -125,8 +125,8 @@ struct store_ops {
      * someone else was inside (an overlap), else 0. */
     int (*probe_enter)(struct store *s, const char *item, const char *id);
     /* Optional (a store whose items are spread: struct store.spread): the number of the
-     * server that holds item now (0 up; at most STORE_SERVERS_MAX - 1), or -1 when none
-     * can be found. */
+     * server that holds item, as far as the store knows now (0 up; at most
+     * STORE_SERVERS_MAX - 1), or -1 when it does not know yet. Never blocks. */
     int (*item_server)(struct store *s, const char *item);
     /* Optional (spread items): 1 when item's server is not answering now (a call has
      * waited on it a while with no answer, or it is marked down): a sale of it would wait
@@ -136,10 +136,11 @@ struct store_ops {
      * answering is found (item_silent then says so) while every caller waits. Never
      * blocks; for a thread that ticks. */
     void (*watch)(struct store *s);
-    /* Optional: the calling thread is one of workers sale workers. A store of several
-     * servers then lets at most half of them (at least one) wait on one server at once:
-     * a server that stops answering holds no more (the others' calls for it fail at once,
-     * "not sent"). */
+    /* Optional: the calling thread is one of workers sale workers (0: a thread that is
+     * its server's only caller). A store of several servers then lets at most half of
+     * them (at least one) wait on one server at once, so a server that stops answering
+     * holds no more (the others' calls for it fail at once, "not sent"), and cuts their
+     * calls loose from a server that went silent. */
     void (*worker)(struct store *s, int workers);
     /* Its own lines of /metrics (Prometheus text, HELP and TYPE each). */
     void (*metrics)(struct store *s, FILE *out);
