@@ -455,6 +455,38 @@ zk_item_state() {
     echo "$2 $3 $4"
 }
 
+# item_counts ITEM: "STOCK SOLD LEDGER" of ITEM now, in Redis (its stock and sold in one
+# MGET, then the ledger's length) or on ZooKeeper (zk_item_state); a sold or ledger that
+# is missing as 0. Fails when the store does not answer or ITEM has no stock.
+item_counts() {
+    local v stock sold ledger
+    if [ -n "${ZK_CONNECT:-}" ]; then
+        v=$(zk_item_state "$1") || return 1
+        read -r stock sold ledger <<< "$v"
+    else
+        v=$(rcli mget "$(item_key stock "$1")" "$(item_key sold "$1")") || return 1
+        IFS=, read -r stock sold <<< "$(echo "$v" | paste -sd, -)"
+        ledger=$(rcli xlen "$(item_key orders "$1")") || return 1
+    fi
+    is_uint "${stock:-}" || return 1
+    echo "$stock ${sold:-0} ${ledger:-0}"
+}
+
+# history_verdict_of STATUS OUTPUT: the verdict of a loadtest/check-history run that
+# exited STATUS and printed OUTPUT: "possible", or "impossible: " and its first line, with
+# "; also: " and its first ALSO line's message (rule 5: the store's stock, sold and
+# ledger disagree, found after another rule broke). For a history it could not read,
+# OUTPUT's first line, and status 1.
+history_verdict_of() {
+    local also
+    case $1 in
+    0) echo possible ;;
+    1) also=$(echo "$2" | sed -n 's/^ALSO [^:]*: //p' | head -n 1)
+       echo "impossible: $(echo "$2" | head -n 1)${also:+; also: $also}" ;;
+    *) echo "$2" | head -n 1; return 1 ;;
+    esac
+}
+
 # sale_load_summary FILE: the last JSON line build/sale-load wrote to FILE, in the fields
 # wrk's line has (loadtest/sale.lua), which loadtest/run's summary reads and a scenario's
 # sum adds up.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_history.sh - loadtest/check-history on hand-written histories (tests/histories/):
-# one possible history, one for each kind of violation, and input it cannot read.
+# one possible history, one for each kind of violation (fork.jsonl: a Redis that forked,
+# caught by the store's own counters), and input it cannot read.
 # Needs no build and no server: the checker is a pure function of its inputs.
 set -u
 cd "$(dirname "$0")/.."
@@ -78,6 +79,60 @@ check_eq "stock left after a sold_out was answered: exit 1" 1 \
 check "stock left after a sold_out: names the first sold_out (line 14)" \
     sh -c "grep -q 'final stock 1 though sold_out was answered' $OUT && grep -q '^  line 14: ' $OUT"
 
+# --- rule 5: the store's stock, sold and ledger agree (stock + sold = S, ledger = sold) ---
+# final.jsonl again (S 5, two sales, one unknown): the stock left may be 2 or 3, but only
+# with sold 5 - stock does the store hold one counter.
+check_eq "stock 3, sold 2, ledger 2: possible (exit 0)" 0 \
+    "$(hist $H/final.jsonl --stock 5 --final 3 --sold 2 --ledger 2)"
+check "  the summary says sold, final + sold = S, and the ledger" \
+    grep -q '^item0001: .*possible, final 3 in \[2, 3\]; sold 2, final + sold = S, ledger 2$' "$OUT"
+check_eq "stock 2 (within rule 4's bounds), sold 2: exit 1" 1 \
+    "$(hist $H/final.jsonl --stock 5 --final 2 --sold 2)"
+check "  1 unit left the stock that sold does not count" \
+    grep -q '^VIOLATION item0001: final stock 2 + sold 2 = 4, 1 short of S = 5: 1 unit left the stock that sold does not count' "$OUT"
+check_eq "stock 2, sold 4: exit 1" 1 "$(hist $H/final.jsonl --stock 5 --final 2 --sold 4)"
+check "  1 unit counted sold that the stock still holds" \
+    grep -q '^VIOLATION item0001: final stock 2 + sold 4 = 6, above S = 5: 1 unit counted sold that the stock still holds' "$OUT"
+check_eq "stock 3, sold 2, ledger 1: exit 1" 1 "$(hist $H/final.jsonl --stock 5 --final 3 --sold 2 --ledger 1)"
+check "  a ledger of 1 entry for sold 2" grep -q '^VIOLATION item0001: ledger of 1 entries for sold 2' "$OUT"
+
+# fork.jsonl: a Redis that forked under v9 (S 10). Before the cut a and b sell 9 and 8;
+# token 3's grant reached the replica, its write (a's 7) did not. Cut: a sells 6 and 5 on
+# the old master (tokens 4, 5), b 7 on the promoted replica (its token 4). Then a's grant
+# of token 6, whose read (5) was on the old master, is written on the new one: 200, 4.
+# The new master's next tokens, 5 and 6, are refused: 2 answers lease_lost. b sells 3.
+# The new master is left with stock 3, sold 5, a ledger of 5: 2 units short, as many as
+# the lease_lost answers.
+check_eq "fork, with sold and ledger: exit 1" 1 "$(hist $H/fork.jsonl --stock 10 --final 3 --sold 5 --ledger 5)"
+check "  the first violation is still a unit sold twice (7)" \
+    grep -q '^VIOLATION inventory001: two sales answered remaining 7: a unit of stock sold twice$' "$OUT"
+check "  and ALSO: 2 units left the stock that sold does not count; answers lease_lost 2" \
+    grep -q '^ALSO inventory001: final stock 3 + sold 5 = 8, 2 short of S = 10: 2 units left the stock that sold does not count .*; answers lease_lost 2$' "$OUT"
+check "  the ALSO names the two lease_lost answers (lines 8 and 9)" names 8 9
+check_eq "fork, with the stock alone: exit 1 (sold twice), and nothing says the 2 units" "1 0" \
+    "$(hist $H/fork.jsonl --stock 10 --final 3) $(grep -c '^ALSO' "$OUT")"
+check_eq "fork without the sale sold twice (line 3 left out): rule 5 is the first violation" \
+    "1 VIOLATION inventory001: final stock 3 + sold 5 = 8, 2 short of S = 10" \
+    "$(hist <(sed 3d $H/fork.jsonl) --stock 10 --final 3 --sold 5 --ledger 5) $(head -1 "$OUT" | cut -c1-69)"
+check_eq "  with the stock alone, that history is possible: rule 4 cannot see it" 0 \
+    "$(hist <(sed 3d $H/fork.jsonl) --stock 10 --final 3)"
+
+out=$("$CHECK" $H/fork.jsonl --stock 10 --final 3 --sold 5 --ledger 5); rc=$?
+check_eq "  the rows' verdict (deploy/lib.sh's history_verdict_of): the first line, and the ALSO's" \
+    "impossible: VIOLATION inventory001: two sales answered remaining 7: a unit of stock sold twice; also: final stock 3 + sold 5 = 8, 2 short of S = 10" \
+    "$(history_verdict_of "$rc" "$out" | cut -c1-147)"
+check_eq "  possible stays possible" possible "$(history_verdict_of 0 "whatever it printed")"
+
+echo '{"inventory001": {"stock": 0, "sold": 5, "ledger": 5}, "item0002": {"stock": 3, "sold": 2}}' \
+    >"$T_TMP/state.json"
+check_eq "--final-file of {stock, sold, ledger}, both items right: exit 0" 0 \
+    "$(hist $H/valid.jsonl --stock 5 --final-file "$T_TMP/state.json")"
+echo '{"inventory001": {"stock": 0, "sold": 5, "ledger": 5}, "item0002": {"stock": 3, "sold": 1}}' \
+    >"$T_TMP/state-bad.json"
+check_eq "--final-file, item0002's sold 1 for stock 3: exit 1" 1 \
+    "$(hist $H/valid.jsonl --stock 5 --final-file "$T_TMP/state-bad.json")"
+check "  names item0002, 1 unit short" grep -q '^VIOLATION item0002: final stock 3 + sold 1 = 4, 1 short of S = 5' "$OUT"
+
 # --- input it cannot use: exit 2, and why ---
 check_eq "malformed line: exit 2" 2 "$(hist $H/malformed.jsonl --stock 5)"
 check "malformed line: names the file and line 2" grep -q "malformed.jsonl:2: not JSON" "$ERR"
@@ -95,6 +150,11 @@ check_eq "bad usage: --stock not a number" 2 "$(hist $H/valid.jsonl --stock many
 check_eq "bad usage: --final and --final-file together" 2 \
     "$(hist $H/final.jsonl --stock 5 --final 2 --final-file "$T_TMP/finals.json")"
 check_eq "bad usage: an unknown option" 2 "$(hist $H/valid.jsonl --stock 5 --strict)"
+check_eq "bad usage: --sold without --final" 2 "$(hist $H/final.jsonl --stock 5 --sold 2)"
+check_eq "bad usage: --ledger without --sold" 2 "$(hist $H/final.jsonl --stock 5 --final 3 --ledger 2)"
+check_eq "--final-file: a ledger without sold: exit 2" 2 \
+    "$(hist $H/valid.jsonl --stock 5 --final-file <(echo '{"inventory001": {"stock": 0, "ledger": 5}, "item0002": 3}'))"
+check "  names the item" grep -q 'item inventory001: not an integer nor' "$ERR"
 check_eq "--help: exit 0" 0 "$(hist --help)"
 check "--help: the usage and the model" sh -c "grep -q '^Usage: loadtest/check-history FILE --stock S' $OUT && grep -q 'one counter' $OUT"
 

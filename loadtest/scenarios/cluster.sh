@@ -45,8 +45,9 @@ master_slots() {
 }
 
 # items_judge HISTORY K STOCK OUT: every item's state (deploy/lib.sh's items_read: one
-# pipeline) and what the history says of each. Writes OUT.final (item -> stock left, for
-# history_verdict); prints one line "oversold items_oversold ledger_off lost sold_twice":
+# pipeline) and what the history says of each. Writes OUT.final (item -> {stock, sold,
+# ledger}, for history_verdict: the checker's rule 5 too); prints one line "oversold
+# items_oversold ledger_off lost sold_twice":
 # units sold beyond the stock (summed), items oversold, items whose ledger length is not
 # their sold, acknowledged sales lost (200s beyond what each item's stock says was sold),
 # units sold twice (200s of one item sharing a remaining).
@@ -61,7 +62,7 @@ final, oversold, items_over, ledger_off = {}, 0, 0, 0
 for line in open(out + ".state"):
     name, left, sold, ledger = line.split()
     left, sold, ledger = int(left or 0), int(sold or 0), int(ledger or 0)
-    final[name] = left
+    final[name] = {"stock": left, "sold": sold, "ledger": ledger}
     over = sold - (stock - left)
     oversold += max(0, over)
     items_over += over > 0
@@ -77,20 +78,24 @@ for line in open(hist):
     key = (it, r.get("remaining"))
     twice += key in seen
     seen.add(key)
-lost = sum(max(0, n - (stock - final.get(it, stock))) for it, n in sales.items())
+lost = sum(max(0, n - ((stock - final[it]["stock"]) if it in final else 0))
+           for it, n in sales.items())
 print(oversold, items_over, ledger_off, lost, twice)
 EOF
 }
 
 # history_verdict HISTORY STOCK OUT: the checker's verdict per item (each from STOCK)
-# against OUT.final: possible, or impossible and its first line.
+# against OUT.final (stock, sold and ledger): possible, or impossible and its first line
+# (history_verdict_of), or unreadable and why.
 history_verdict() {
-    "$LOADTEST_TOOLS/check-history" "$1" --stock "$2" --final-file "$3.final" > "$3.verdict" 2>&1
-    case $? in
-    0) echo possible ;;
-    1) echo "impossible: $(head -n 1 "$3.verdict")" ;;
-    *) echo "unreadable: $(head -n 1 "$3.verdict")" ;;
-    esac
+    local rc=0
+    "$LOADTEST_TOOLS/check-history" "$1" --stock "$2" --final-file "$3.final" > "$3.verdict" 2>&1 ||
+        rc=$?
+    if [ "$rc" -le 1 ]; then
+        history_verdict_of "$rc" "$(cat "$3.verdict")"
+    else
+        echo "unreadable: $(head -n 1 "$3.verdict")"
+    fi
 }
 
 # window_p99 HISTORY FROM_NS TO_NS: the p99 and the count of answers to sales sent in

@@ -25,7 +25,7 @@ recipe_up() {
 
 scenario_hosts_load() {
     local "$@"
-    local h a6 hist=$dir/history.jsonl upstream="" final verdict per lock_args
+    local h a6 hist=$dir/history.jsonl upstream="" final verdict counts per lock_args
     secs=${secs:-10}
     [ -x "$BUILD_DIR/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
     # deploy/up's flags for the run's lease, wait limit, wait policy and combining.
@@ -55,8 +55,9 @@ scenario_hosts_load() {
         { SCN_OBSERVED="sale-load failed: $(tail -n 2 "$dir/load.out")"; return 1; }
     sale_load_summary "$dir/load.out" > "$dir/wrk-load.out"
     HOSTS_VIA=h6 "$DEPLOY_DIR/status" --run-dir "$STACK_DIR/h6" > "$dir/status-h6.out" 2>&1 || true
-    final=$(item_get stock "$item")
-    verdict=$(history_check "$hist" "$stock" "$final") ||
+    counts=$(item_counts "$item") || { SCN_OBSERVED="the stock of $item could not be read"; return 1; }
+    final=${counts%% *}
+    verdict=$(history_check "$hist" "$stock" $counts) ||
         { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
     per=$(jq -rs '[.[] | select(.status == 200) | .instance] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' "$hist")
     SCN_FLAW=0

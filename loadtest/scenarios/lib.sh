@@ -82,17 +82,17 @@ history_report() {
     ' "$1"
 }
 
-# history_check FILE STOCK FINAL: the checker's verdict on the history FILE for a run from
-# STOCK that left FINAL: "possible", or "impossible: " and the checker's first line. Fails
-# (its output in the verdict's place) when the checker cannot read it.
+# history_check FILE STOCK FINAL [SOLD LEDGER]: the checker's verdict on the history FILE
+# for a run from STOCK that left FINAL (and the sold counter SOLD and a ledger of LEDGER
+# entries: the checker's rule 5, stock + sold = STOCK and ledger = sold): "possible", or
+# "impossible: " and the checker's first line (history_verdict_of). Fails (its output in
+# the verdict's place) when the checker cannot read it.
 history_check() {
-    local out
-    out=$("$LOADTEST_TOOLS/check-history" "$1" --stock "$2" --final "$3" 2>&1)
-    case $? in
-    0) echo "possible" ;;
-    1) echo "impossible: $(echo "$out" | head -n 1)" ;;
-    *) echo "$out"; return 1 ;;
-    esac
+    local out rc=0 counts=()
+    [ -z "${4:-}" ] || counts=(--sold "$4" --ledger "$5")
+    out=$("$LOADTEST_TOOLS/check-history" "$1" --stock "$2" --final "$3" "${counts[@]}" 2>&1) ||
+        rc=$?
+    history_verdict_of "$rc" "$out"
 }
 
 # acked_lost STOCK SALES FINAL: acknowledged sales lost: the 200s (SALES) beyond what the
@@ -111,16 +111,17 @@ sleep_until() {
 }
 
 # history_judge ITEM STOCK HISTORY T_NS: a run's verdict from its history (checked against
-# ITEM's stock left now, from STOCK) and from Redis (or ZooKeeper): sets VERDICT (the
+# ITEM's stock, sold and ledger now, from STOCK) and from Redis (or ZooKeeper): sets VERDICT (the
 # checker's), LOST (acknowledged sales lost), SOLD_TWICE, GAP_MS and GAP_FROM_MS (the
 # longest time with no sale, and where it began, in ms from T_NS), OVERSOLD, OVERLAPS
 # (null on ZooKeeper: no probe there), and SCN_FLAW: 1 when anything was oversold, lost or
 # sold twice, or the history is impossible. Fails, saying why in SCN_OBSERVED, when the
 # checker cannot read the history or the store the stock.
 history_judge() {
-    local item=$1 stock=$2 final
-    final=$(stock_left "$item") || { SCN_OBSERVED="the stock of $item could not be read"; return 1; }
-    VERDICT=$(history_check "$3" "$stock" "$final") ||
+    local item=$1 stock=$2 final counts
+    counts=$(item_counts "$item") || { SCN_OBSERVED="the stock of $item could not be read"; return 1; }
+    final=${counts%% *}
+    VERDICT=$(history_check "$3" "$stock" $counts) ||
         { SCN_OBSERVED="check-history could not read the history: $VERDICT"; return 1; }
     set -- $(history_report "$3" "$4")   # sales gap_ms gap_from_ms first_after_ms sold_twice
     LOST=$(acked_lost "$stock" "$1" "$final") SOLD_TWICE=$5 GAP_MS=$2 GAP_FROM_MS=$3

@@ -76,7 +76,7 @@ held_lock_on() { [ "$(rcli -p "$1" exists "$(item_key lock "$2")")" = 1 ]; }
 scenario_sentinel_failover() {
     local "$@"
     local hist=$dir/history.jsonl old kill_at new work="" load_pid work_pid held
-    local kill_ns prom_ns final verdict lost before ghosts at_clean failover_ms overlaps held_ms pid held_on
+    local kill_ns prom_ns final verdict counts lost before ghosts at_clean failover_ms overlaps held_ms pid held_on
     secs=${secs:-10} held="$item-held"
     stack_read "$stack" || return 1
     [ -n "${SENTINEL_PORTS:-}" ] || { SCN_OBSERVED="no sentinels in this stack (deploy/up --sentinel)"; return 1; }
@@ -128,8 +128,9 @@ scenario_sentinel_failover() {
     restart_as_replica "${old##*:}" "$new" || { SCN_OBSERVED="the old master did not come back as a replica"; stop_bg; return 1; }
     wait "$load_pid" || { SCN_OBSERVED="sale-load failed: $(tail -n 3 "$dir/load.out")"; return 1; }
     sale_load_summary "$dir/load.out" > "$dir/wrk-load.out"
-    final=$(item_get stock "$item")
-    verdict=$(history_check "$hist" "$stock" "$final") ||
+    counts=$(item_counts "$item") || { SCN_OBSERVED="the stock of $item could not be read"; return 1; }
+    final=${counts%% *}
+    verdict=$(history_check "$hist" "$stock" $counts) ||
         { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
     case $verdict in impossible:*) verdict="impossible (what the asynchronous copy lost: ${verdict#impossible: })" ;; esac
     set -- $(history_report "$hist" "$kill_ns")   # sales gap_ms gap_from_ms first_after_kill_ms sold_twice

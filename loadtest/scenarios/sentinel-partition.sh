@@ -107,7 +107,7 @@ partition_play() {
     local redis_args=$1; shift
     local "$@"
     local cut_s=${secs:-10} before_s=3 after_s=15 total old new hist=$dir/history.jsonl
-    local cut_ns heal_ns prom_ns demote_ns final verdict lost setting svc
+    local cut_ns heal_ns prom_ns demote_ns final verdict counts lost setting svc
     local during during_late after first_b
     setting="$redis_args${replicas:+--replicas $replicas (WAIT on the grant and the sale)}"
     [ -x "$BUILD_DIR/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
@@ -138,8 +138,9 @@ partition_play() {
     loads_done "$dir" A B || return 1
     wait_until 10 "" sentinels_agree || true
     new=$(current_master) || { SCN_OBSERVED="no master after the heal"; return 1; }
-    final=$(item_get stock "$item")
-    verdict=$(history_check "$hist" "$stock" "$final") ||
+    counts=$(item_counts "$item") || { SCN_OBSERVED="the stock of $item could not be read"; return 1; }
+    final=${counts%% *}
+    verdict=$(history_check "$hist" "$stock" $counts) ||
         { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
     set -- $(history_report "$hist" "$cut_ns")   # sales gap_ms gap_from_ms first_after_cut_ms sold_twice
     lost=$(acked_lost "$stock" "$1" "$final")

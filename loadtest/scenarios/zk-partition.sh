@@ -56,7 +56,7 @@ zk_side_sales() {
 scenario_zk_partition() {
     local "$@"
     local cut_s=${secs:-10} before_s=3 after_s=6 hist=$dir/history.jsonl session=${ZK_SESSION:-4000}
-    local cut_ns heal_ns final verdict lost svc during late first_b first_a why
+    local cut_ns heal_ns final verdict counts lost svc during late first_b first_a why
     [ -x "$BUILD_DIR/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
     why=$(zk_check) || { SCN_OBSERVED="no ZooKeeper here: $why"; return 1; }
     mapfile -t svc < <(instance_flags "$@")
@@ -72,8 +72,9 @@ scenario_zk_partition() {
     heal_ns=$(mono_now_ns)
     bg_wait
     loads_done "$dir" A B || return 1
-    final=$(stock_left "$item") || { SCN_OBSERVED="ZooKeeper did not answer for $item after the heal"; return 1; }
-    verdict=$(history_check "$hist" "$stock" "$final") ||
+    counts=$(item_counts "$item") || { SCN_OBSERVED="ZooKeeper did not answer for $item after the heal"; return 1; }
+    final=${counts%% *}
+    verdict=$(history_check "$hist" "$stock" $counts) ||
         { SCN_OBSERVED="check-history could not read the history: $verdict"; return 1; }
     set -- $(history_report "$hist" "$cut_ns")   # sales gap_ms gap_from_ms first_after_cut_ms sold_twice
     [ $# = 5 ] || { SCN_OBSERVED="the history could not be summed up ($*)"; return 1; }
