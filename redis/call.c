@@ -10,6 +10,8 @@
 
 #include "common/clock.h"
 
+enum { SLICE_MS = 10 };   /* trips_read: how often a gated thread looks for silence */
+
 /* --- batches --- */
 
 /* Appends the formatted command cmd of len bytes (taken: freed here) for script s. */
@@ -454,11 +456,13 @@ static void trip_finish(struct rd_client *rc, struct rd_trip *t)
 /* Reads the replies of the trips sent (several servers) in the order they come, so that
  * a server that does not answer holds back no other's answer, nor its health (a server
  * answered, its caller leaves it); a trip whose server has not answered when the time is
- * up (the command timeout, or the thread's deadline) fails as a timeout. */
+ * up (the command timeout, or the thread's deadline) fails as a timeout. A gated thread
+ * on a cluster (rd_health_watching) looks every SLICE_MS whether a server it waits on
+ * went silent: given up, its connection is shut down and its read ends now. */
 static void trips_read(struct rd_client *rc, struct rd_trip *trips, int n)
 {
     struct rd_conn *wait[RD_SERVERS_KNOWN];
-    int who[RD_SERVERS_KNOWN], waiting = 0;
+    int who[RD_SERVERS_KNOWN], waiting = 0, watching = rd_health_watching(rc);
     long long until = clock_now_ms() + rd_wait_left(rc);
 
     for (int i = 0; i < n; i++)
@@ -468,8 +472,15 @@ static void trips_read(struct rd_client *rc, struct rd_trip *trips, int n)
             trip_read(&trips[i]);   /* (past the poll's table: in turn) */
     while (waiting > 0) {
         long long left = until - clock_now_ms();
-        int k = left > 0 ? rd_conn_poll(wait, waiting, (long)left) : -1;
+        long slice = watching && left > SLICE_MS ? SLICE_MS : (long)left;
+        int k = left > 0 ? rd_conn_poll(wait, waiting, slice) : -1;
         struct rd_trip *t = &trips[who[k >= 0 ? k : 0]];
+
+        if (k < 0 && left > slice) {   /* a slice, not the time, is up: any server silent? */
+            for (int i = 0; i < waiting; i++)
+                rd_health_is_down(rc, trips[who[i]].server_);   /* (given up: its read ends) */
+            continue;
+        }
 
         if (k >= 0) {
             trip_read(t);
@@ -490,9 +501,9 @@ void rd_round_trips(struct rd_client *rc, struct rd_trip *trips, int n)
 {
     for (int i = 0; i < n; i++)
         trip_send(rc, &trips[i]);
-    if (n == 1 && trips[0].status == RD_OK)
+    if (n == 1 && trips[0].status == RD_OK && !rd_health_watching(rc))
         trip_read(&trips[0]);
-    else if (n > 1)
+    else if (n >= 1)
         trips_read(rc, trips, n);
     /* Only now, with no reply of any trip left unread on a connection, may one trip's
      * commands be sent again (on a connection another trip used). */

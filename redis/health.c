@@ -46,6 +46,11 @@ void rd_thread_gate(int on)
     thread_gated = on;
 }
 
+int rd_health_watching(const struct rd_client *rc)
+{
+    return thread_gated && rc->locator->marks_down;
+}
+
 void rd_client_gate(struct rd_client *rc, int most)
 {
     atomic_store(&rc->gate, most > 0 ? most : 0);
@@ -254,13 +259,6 @@ int rd_health_is_down(struct rd_client *rc, int server)
 {
     return rc->locator->marks_down && server >= 0 && server < RD_SERVERS_KNOWN &&
            silent(rc, server);
-}
-
-int rd_key_server_known(struct rd_client *rc, const char *key)
-{
-    if (!rc->locator->peek)
-        return 0;
-    return rc->locator->peek(rc, (int)rd_key_slot(key, strlen(key)));
 }
 
 int rd_key_silent(struct rd_client *rc, const char *key)

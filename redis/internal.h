@@ -104,6 +104,9 @@ void rd_health_failed(struct rd_client *rc, int server);
 void rd_health_blocking(struct rd_client *rc, int server);
 /* 1 when server is marked down now, or silent (rd_key_silent). */
 int rd_health_is_down(struct rd_client *rc, int server);
+/* 1 when the calling thread is gated (rd_thread_gate) and rc marks servers down: its
+ * reads look for silence as they wait (call.c's trips_read). */
+int rd_health_watching(const struct rd_client *rc);
 /* The calling thread's call ends: it leaves every server it entered. */
 void rd_health_leave(struct rd_client *rc);
 /* The client goes: waits for its probe threads to end. */

@@ -226,9 +226,6 @@ void rd_client_gate(struct rd_client *rc, int most);
  * from it meanwhile (a call for it now would wait too). 0 otherwise, and on one Redis.
  * Never blocks. */
 enum { RD_SILENT_MS = 100 };
-/* The server that serves key as far as the client knows now, asking no one (0 but on a
- * cluster; -1: not known yet). Never blocks (rd_key_server may read the slot map). */
-int rd_key_server_known(struct rd_client *rc, const char *key);
 int rd_key_silent(struct rd_client *rc, const char *key);
 /* Looks at every cluster node a call waits on: one silent for RD_SILENT_MS is given up
  * (marked down, the gated threads' connections to it shut down, so that their calls fail

@@ -2,14 +2,14 @@
  * sales whole by itself (on Redis, one script per item). It runs on an event loop: one
  * thread takes everything queued, groups it by item, has the store sell every group at
  * once (one round trip per server), and resumes the connections. Where the store's items
- * are spread over servers (a Redis Cluster), each sale goes to its server's lane, a
- * thread of its own (the engine's thread keeps those of a server not known yet, and
- * watches the servers): a server that stops answering holds only its own items' sales,
- * and once it is found silent they are answered at once. */
+ * are spread over servers (a Redis Cluster), a sale of a server that is not answering is
+ * answered at once, the thread watches the servers every WATCH_MS, and a round gives up
+ * on a server silent for the layer's silence (100 ms): one server cut off stalls the
+ * others' sales once, that long, not for its timeout. (A thread per server would stall
+ * none, and cost a third of the sales a second on 2 cores: docs/performance.md.) */
 #include "service/sale/engine.h"
 
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
@@ -19,34 +19,13 @@
 
 enum { GROUPS_MAX = 64, WATCH_MS = 10 };
 
-/* A queue of sales and the thread that serves it: the engine's own (every sale comes
- * here first) and, for spread items, one lane per server. */
-struct lane {
-    struct sale_job *head, *tail;
-    struct store_group *groups;   /* its thread's, for serve (GROUPS_MAX) */
-    pthread_cond_t cv;
-    pthread_t thread;
-    int started;
-};
-
-/* mu guards every queue, stopping and started. */
+/* The queue; mu guards it and stopping. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct lane front;
-static struct lane lanes[STORE_SERVERS_MAX];
+static pthread_cond_t cv;
+static struct sale_job *queue_head, *queue_tail;
 static int stopping, started;
-static int spread;                /* items on several servers: a lane each (item_server) */
-
-/* Appends j to l's queue and wakes its thread; with mu held. */
-static void lane_push(struct lane *l, struct sale_job *j)
-{
-    j->next = NULL;
-    if (l->tail)
-        l->tail->next = j;
-    else
-        l->head = j;
-    l->tail = j;
-    pthread_cond_signal(&l->cv);
-}
+static int spread;                /* items on several servers (a cluster): watched */
+static pthread_t thread;
 
 /* The group of j's item among groups[0..*ng), or a new one: a sale with an idempotency key
  * goes alone. NULL when every group is taken. */
@@ -74,10 +53,10 @@ static void sell_groups(struct store_group *groups, int ng)
     svc_store->ops->sell_atomic(svc_store, each, ng);
 }
 
-/* One round: the queued jobs grouped by item (in groups: the serving thread's own, of
- * GROUPS_MAX), sold, answered. */
-static void serve(struct sale_job *jobs, struct store_group *groups)
+/* One round: the queued jobs grouped by item, sold, answered. */
+static void serve(struct sale_job *jobs)
 {
+    static struct store_group groups[GROUPS_MAX];   /* the engine thread's alone */
     struct store_group *g;
     int ng = 0;
 
@@ -96,42 +75,6 @@ static void serve(struct sale_job *jobs, struct store_group *groups)
     sell_groups(groups, ng);
 }
 
-/* Serves jobs (groups: serve's), then resumes their connections. */
-static void serve_and_resume(struct sale_job *jobs, struct store_group *groups)
-{
-    serve(jobs, groups);
-    for (struct sale_job *j = jobs, *next; j; j = next) {
-        next = j->next; /* the job may be freed as soon as its connection resumes */
-        engine_resume(j);
-    }
-}
-
-/* A lane's thread (arg: its struct lane): serves what its queue holds, all of it at
- * once, until the engine stops. */
-static void *lane_main(void *arg)
-{
-    struct lane *l = arg;
-
-    if (svc_store->ops->worker)   /* its server's one caller, cut loose should it go silent */
-        svc_store->ops->worker(svc_store, 0);
-    pthread_mutex_lock(&mu);
-    for (;;) {
-        while (l->head == NULL && !stopping)
-            pthread_cond_wait(&l->cv, &mu);
-        if (l->head == NULL && stopping)
-            break;
-        struct sale_job *jobs = l->head;
-        l->head = l->tail = NULL;
-        pthread_mutex_unlock(&mu);
-        serve_and_resume(jobs, l->groups);
-        pthread_mutex_lock(&mu);
-    }
-    pthread_mutex_unlock(&mu);
-    return NULL;
-}
-
-/* The engine's thread: takes what is queued (spread items: those of a server not known
- * yet) and serves it; with spread items, watches the servers every WATCH_MS. */
 /* With spread items, every WATCH_MS whatever the queue holds: a server that stopped
  * answering found though no sale of it comes (the store's watch). With mu held; *last:
  * when it last ran. */
@@ -150,21 +93,28 @@ static void *atomic_main(void *arg)
     long long watched = 0;
 
     (void)arg;
+    if (spread && svc_store->ops->worker)   /* cut loose from a server that goes silent */
+        svc_store->ops->worker(svc_store, 0);
     pthread_mutex_lock(&mu);
     for (;;) {
-        while (front.head == NULL && !stopping) {
+        while (queue_head == NULL && !stopping) {
             if (spread)
-                clock_cond_wait_until(&front.cv, &mu, watched + WATCH_MS);
+                clock_cond_wait_until(&cv, &mu, watched + WATCH_MS);
             else
-                pthread_cond_wait(&front.cv, &mu);
+                pthread_cond_wait(&cv, &mu);
             watch_due(&watched);
         }
-        if (front.head == NULL && stopping)
+        if (queue_head == NULL && stopping)
             break;
-        struct sale_job *jobs = front.head;
-        front.head = front.tail = NULL;
+        struct sale_job *jobs = queue_head;
+        queue_head = queue_tail = NULL;
         pthread_mutex_unlock(&mu);
-        serve_and_resume(jobs, front.groups);
+
+        serve(jobs);
+        for (struct sale_job *j = jobs, *next; j; j = next) {
+            next = j->next; /* the job may be freed as soon as its connection resumes */
+            engine_resume(j);
+        }
         pthread_mutex_lock(&mu);
         watch_due(&watched);
     }
@@ -172,25 +122,11 @@ static void *atomic_main(void *arg)
     return NULL;
 }
 
-/* The queue of j: its item's server's lane (started on first use), or the engine's own
- * (one server; a server not known yet; a lane that cannot start). With mu held. */
-static struct lane *lane_of(const struct sale_job *j)
-{
-    int s = spread ? svc_store->ops->item_server(svc_store, j->item) : -1;
-    struct lane *l = s >= 0 && s < STORE_SERVERS_MAX ? &lanes[s] : &front;
-
-    if (l != &front && !l->started && l->groups == NULL)
-        l->groups = calloc(GROUPS_MAX, sizeof(*l->groups));
-    if (l != &front && !l->started && l->groups &&
-        pthread_create(&l->thread, NULL, lane_main, l) == 0)
-        l->started = 1;
-    return l == &front || l->started ? l : &front;
-}
-
 static void atomic_submit(struct sale_job *j)
 {
     if (spread && engine_answer_silent(j))   /* its server does not answer: none waits on it */
         return;
+    j->next = NULL;
     pthread_mutex_lock(&mu);
     if (!started || stopping) {
         /* Shutting down: nothing is sold; the client may try again. */
@@ -199,48 +135,34 @@ static void atomic_submit(struct sale_job *j)
         engine_resume(j);
         return;
     }
-    lane_push(lane_of(j), j);
+    if (queue_tail)
+        queue_tail->next = j;
+    else
+        queue_head = j;
+    queue_tail = j;
+    pthread_cond_signal(&cv);
     pthread_mutex_unlock(&mu);
 }
 
 static int atomic_start(void)
 {
-    spread = svc_store->spread && svc_store->ops->item_server;
-    if (front.groups == NULL && (front.groups = calloc(GROUPS_MAX, sizeof(*front.groups))) == NULL)
-        return -1;
-    clock_cond_init_monotonic(&front.cv);   /* (timed waits: the watch) */
-    for (int i = 0; i < STORE_SERVERS_MAX; i++)
-        pthread_cond_init(&lanes[i].cv, NULL);
-    if (pthread_create(&front.thread, NULL, atomic_main, NULL) != 0)
+    spread = svc_store->spread;
+    clock_cond_init_monotonic(&cv);   /* (timed waits: the watch) */
+    if (pthread_create(&thread, NULL, atomic_main, NULL) != 0)
         return -1;
     started = 1;
     return 0;
 }
 
-/* Stops the engine's thread (what it holds is handed on), then the lanes (each serves
- * what it holds first). */
 static void atomic_stop(void)
 {
     if (!started)
         return;
     pthread_mutex_lock(&mu);
     stopping = 1;
-    pthread_cond_signal(&front.cv);
+    pthread_cond_signal(&cv);
     pthread_mutex_unlock(&mu);
-    pthread_join(front.thread, NULL);
-    pthread_mutex_lock(&mu);
-    for (int i = 0; i < STORE_SERVERS_MAX; i++)
-        pthread_cond_signal(&lanes[i].cv);
-    pthread_mutex_unlock(&mu);
-    for (int i = 0; i < STORE_SERVERS_MAX; i++) {
-        if (lanes[i].started)
-            pthread_join(lanes[i].thread, NULL);
-        lanes[i].started = 0;
-        free(lanes[i].groups);
-        lanes[i].groups = NULL;
-    }
-    free(front.groups);
-    front.groups = NULL;
+    pthread_join(thread, NULL);
     started = 0;
 }
 

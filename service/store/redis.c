@@ -179,15 +179,6 @@ static void counter(FILE *out, const char *name, const char *help, long long val
     fprintf(out, "# HELP %s %s\n# TYPE %s counter\n%s %lld\n", name, help, name, name, value);
 }
 
-/* On a cluster: the node that serves item's slot, as the client knows now. */
-static int rs_item_server(struct store *s, const char *item)
-{
-    char key[RS_KEY_MAX];
-    int server = rd_key_server_known(s->redis, rs_key(&key, RS_STOCK, item));
-
-    return server < STORE_SERVERS_MAX ? server : -1;
-}
-
 /* On a cluster: item's node is not answering (rd_key_silent). */
 static int rs_item_silent(struct store *s, const char *item)
 {
@@ -333,7 +324,6 @@ static const struct store_ops redis_ops = {
     .grant = rs_grant,
     .sell = rs_sell,
     .sell_atomic = rs_sell_atomic,
-    .item_server = rs_item_server,
     .item_silent = rs_item_silent,
     .watch = rs_watch,
     .worker = rs_worker,

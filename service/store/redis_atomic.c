@@ -4,9 +4,7 @@
  * by the names the script declares (build/script_args.h). */
 #include "service/store/redis.h"
 
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "lua_scripts.h"
@@ -110,39 +108,13 @@ static int shares_of(struct store *s, struct store_group **groups, int n, struct
     return ns;
 }
 
-/* The calling thread's shares (GROUPS_MAX, made on its first sale, freed as it ends: the
- * atomic engine's threads call from several at once), or NULL when out of memory. */
-static pthread_key_t shares_key;
-static pthread_once_t shares_once = PTHREAD_ONCE_INIT;
-
-static void shares_key_make(void)
-{
-    pthread_key_create(&shares_key, free);
-}
-
-static struct share *thread_shares(void)
-{
-    struct share *sh;
-
-    pthread_once(&shares_once, shares_key_make);
-    if ((sh = pthread_getspecific(shares_key)) == NULL &&
-        (sh = calloc(GROUPS_MAX, sizeof(*sh))) != NULL)
-        pthread_setspecific(shares_key, sh);
-    return sh;
-}
-
 void rs_sell_atomic(struct store *s, struct store_group **groups, int n)
 {
-    struct share *shares = thread_shares();
+    static struct share shares[GROUPS_MAX];   /* the atomic engine's thread's alone */
     struct redis_store *rs = redis_of(s);
     struct rd_trip trips[GROUPS_MAX];
     int ns, nt = 0, of[GROUPS_MAX];          /* of[t]: the share of trips[t] */
 
-    if (shares == NULL) {
-        for (int g = 0; g < n; g++)
-            sale_set_all(groups[g]->rqs, groups[g]->n, SALE_ERROR, "out of memory");
-        return;
-    }
     for (int done = 0; done < n; done += GROUPS_MAX) {
         int part = n - done < GROUPS_MAX ? n - done : GROUPS_MAX;
         ns = shares_of(s, groups + done, part, shares);

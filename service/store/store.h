@@ -25,8 +25,6 @@
 #include "service/sale/request.h"
 #include "zk/zk.h"
 
-enum { STORE_SERVERS_MAX = 64 };   /* item_server's numbers: 0 .. STORE_SERVERS_MAX - 1 */
-
 struct service_config;
 struct store;
 struct store_sub;
@@ -118,16 +116,11 @@ struct store_ops {
     enum store_sold (*sell)(struct store *s, struct lock_client *lc, struct store_batch *b,
                             int release, int *released);
     /* The atomic sale, no lock: each group's sales sold whole by the store itself, every
-     * group in one round trip per server. Every outcome set. Several threads may call it
-     * at once (the atomic engine's lanes, one per server). */
+     * group in one round trip per server. Every outcome set. */
     void (*sell_atomic)(struct store *s, struct store_group **groups, int n);
     /* --faults, the mutual-exclusion probe: id enters item's critical section. 1 when
      * someone else was inside (an overlap), else 0. */
     int (*probe_enter)(struct store *s, const char *item, const char *id);
-    /* Optional (a store whose items are spread: struct store.spread): the number of the
-     * server that holds item, as far as the store knows now (0 up; at most
-     * STORE_SERVERS_MAX - 1), or -1 when it does not know yet. Never blocks. */
-    int (*item_server)(struct store *s, const char *item);
     /* Optional (spread items): 1 when item's server is not answering now (a call has
      * waited on it a while with no answer, or it is marked down): a sale of it would wait
      * too. Never blocks. */
@@ -162,7 +155,7 @@ struct store {
     struct rd_client *redis;     /* the Redis store's client: lent to a lock that keeps its
                                     lock in the same Redis; NULL for a store elsewhere */
     struct zk_client *zk;        /* the ZooKeeper store's session, lent likewise to v11 */
-    int spread;                  /* 1: items live on several servers (item_server) */
+    int spread;                  /* 1: items live on several servers (item_silent) */
     void *state;                 /* the store's own */
 };
 
