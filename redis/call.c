@@ -457,8 +457,9 @@ static void trip_finish(struct rd_client *rc, struct rd_trip *t)
  * a server that does not answer holds back no other's answer, nor its health (a server
  * answered, its caller leaves it); a trip whose server has not answered when the time is
  * up (the command timeout, or the thread's deadline) fails as a timeout. A gated thread
- * on a cluster (rd_health_watching) looks every SLICE_MS whether a server it waits on
- * went silent: given up, its connection is shut down and its read ends now. */
+ * on a cluster that no other thread watches for it (rd_health_watching: the atomic sale's
+ * one thread) looks every SLICE_MS whether a server it waits on went silent: given up,
+ * its connection is shut down and its read ends now. */
 static void trips_read(struct rd_client *rc, struct rd_trip *trips, int n)
 {
     struct rd_conn *wait[RD_SERVERS_KNOWN];

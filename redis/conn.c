@@ -440,6 +440,16 @@ int rd_key_server(struct rd_client *rc, const char *key, struct rd_error *err)
     return rc->locator->route(rc, key ? (int)rd_key_slot(key, strlen(key)) : RD_SLOT_NONE, err);
 }
 
+int rd_key_node(struct rd_client *rc, const char *key)
+{
+    int server;
+
+    if (!rc->locator->peek || key == NULL)
+        return -1;
+    server = rc->locator->peek(rc, (int)rd_key_slot(key, strlen(key)));
+    return server >= 0 && server < RD_SERVERS_KNOWN ? server : -1;
+}
+
 int rd_conn_server(const struct rd_conn *cn)
 {
     return cn->server;

@@ -39,7 +39,7 @@ enum {
     GATE_WAIT_MS = RD_SILENT_MS  /* a gated caller waits this long for a node's slot */
 };
 
-static _Thread_local int thread_gated;
+static _Thread_local int thread_gated, thread_watches;
 
 void rd_thread_gate(int on)
 {
@@ -48,7 +48,8 @@ void rd_thread_gate(int on)
 
 int rd_health_watching(const struct rd_client *rc)
 {
-    return thread_gated && rc->locator->marks_down;
+    return thread_gated && rc->locator->marks_down &&
+           (thread_watches || !atomic_load(&rc->watched));
 }
 
 void rd_client_gate(struct rd_client *rc, int most)
@@ -71,34 +72,66 @@ static struct timespec abs_after(long ms)
     return ts;
 }
 
+/* One more gated caller inside a trip to h, when fewer than gate are: 1, else 0. */
+static int gate_try(struct rd_health *h, int gate)
+{
+    int in = atomic_load(&h->inside), peak;
+
+    while (in < gate)
+        if (atomic_compare_exchange_weak(&h->inside, &in, in + 1)) {
+            peak = atomic_load(&h->peak);
+            while (peak < in + 1 && !atomic_compare_exchange_weak(&h->peak, &peak, in + 1))
+                ;
+            return 1;
+        }
+    return 0;
+}
+
 /* A gated caller's place among those inside a trip to h: RD_OK (counted), or RD_FAIL
  * with err when the cap stayed reached for GATE_WAIT_MS, or the node is stalled (a wait
- * gave up and it has not answered since). */
+ * gave up and it has not answered since). The count is taken without a lock; only a
+ * caller that finds the cap reached takes the client's gate_mu, to wait (gate_out wakes
+ * it when waiters says one may be waiting). */
 static int gate_in(struct rd_client *rc, struct rd_health *h, int server, struct rd_error *err)
 {
-    struct timespec until = abs_after(GATE_WAIT_MS);
-    long long stalled, since = clock_now_ms();
-    int st = RD_OK, gate = atomic_load(&rc->gate), timed_out = 0;
+    struct timespec until;
+    long long stalled, since;
+    int gate = atomic_load(&rc->gate), in = 0, timed_out = 0;
 
+    if (gate_try(h, gate))
+        return RD_OK;
+    atomic_fetch_add(&h->waited, 1);
+    until = abs_after(GATE_WAIT_MS);
+    since = clock_now_ms();
     pthread_mutex_lock(&rc->gate_mu);
+    atomic_fetch_add(&rc->gate_waiters, 1);   /* (before the next try: gate_out sees it) */
     stalled = atomic_load(&h->stalled_ms);
-    if (h->inside >= gate && stalled && atomic_load(&h->answered_ms) < stalled)
-        timed_out = 1;
-    while (!timed_out && h->inside >= gate)
+    if (stalled && atomic_load(&h->answered_ms) < stalled)
+        timed_out = !(in = gate_try(h, gate));
+    while (!timed_out && !in && !(in = gate_try(h, gate)))
         timed_out = pthread_cond_timedwait(&rc->gate_cv, &rc->gate_mu, &until) == ETIMEDOUT &&
-                    h->inside >= gate;
-    if (timed_out) {
-        /* Stalled: none of those inside was answered, nor anyone else, all the wait. */
-        if (atomic_load(&h->answered_ms) < since)
-            atomic_store(&h->stalled_ms, clock_now_ms());
-        atomic_fetch_add(&h->refused_full, 1);
-        st = rd_fail(err, RD_E_CONNECT, "cluster node %d: %d workers wait on it and none was "
-                     "answered in %d ms: not sent", server, h->inside, GATE_WAIT_MS);
-    } else if (++h->inside > h->peak) {
-        h->peak = h->inside;
-    }
+                    !(in = gate_try(h, gate));
+    atomic_fetch_sub(&rc->gate_waiters, 1);
     pthread_mutex_unlock(&rc->gate_mu);
-    return st;
+    if (in)
+        return RD_OK;
+    /* Stalled: none of those inside was answered, nor anyone else, all the wait. */
+    if (atomic_load(&h->answered_ms) < since)
+        atomic_store(&h->stalled_ms, clock_now_ms());
+    atomic_fetch_add(&h->refused_full, 1);
+    return rd_fail(err, RD_E_CONNECT, "cluster node %d: %d workers wait on it and none was "
+                   "answered in %d ms: not sent", server, atomic_load(&h->inside), GATE_WAIT_MS);
+}
+
+/* A gated caller leaves h: a waiter for a place, if any, is woken. */
+static void gate_out(struct rd_client *rc, struct rd_health *h)
+{
+    atomic_fetch_sub(&h->inside, 1);
+    if (atomic_load(&rc->gate_waiters) > 0) {
+        pthread_mutex_lock(&rc->gate_mu);
+        pthread_cond_broadcast(&rc->gate_cv);
+        pthread_mutex_unlock(&rc->gate_mu);
+    }
 }
 
 int rd_health_enter(struct rd_client *rc, struct rd_thread *t, int server, struct rd_error *err)
@@ -165,12 +198,8 @@ static void leave_one(struct rd_client *rc, struct rd_thread *t, int s)
 {
     unsigned long long bit = 1ULL << s;
 
-    if (t->gated & bit) {
-        pthread_mutex_lock(&rc->gate_mu);
-        rc->health[s].inside--;
-        pthread_cond_broadcast(&rc->gate_cv);
-        pthread_mutex_unlock(&rc->gate_mu);
-    }
+    if (t->gated & bit)
+        gate_out(rc, &rc->health[s]);
     if (t->called & bit)
         atomic_fetch_sub(&rc->health[s].calls, 1);
     /* (A probe that failed set the next one's time; one that sent nothing, a script the
@@ -263,12 +292,9 @@ int rd_health_is_down(struct rd_client *rc, int server)
 
 int rd_key_silent(struct rd_client *rc, const char *key)
 {
-    int server;
+    int server = rc->locator->marks_down ? rd_key_node(rc, key) : -1;
 
-    if (!rc->locator->marks_down || !rc->locator->peek)
-        return 0;
-    server = rc->locator->peek(rc, (int)rd_key_slot(key, strlen(key)));
-    return server >= 0 && server < RD_SERVERS_KNOWN && silent(rc, server);
+    return server >= 0 && silent(rc, server);
 }
 
 void rd_health_leave(struct rd_client *rc)
@@ -289,14 +315,13 @@ int rd_client_health(struct rd_client *rc, int server, struct rd_node_health *ou
                                                             sizeof(out->node)) != RD_OK)
         return RD_FAIL;
     h = &rc->health[server];
-    pthread_mutex_lock(&rc->gate_mu);
-    out->inside = h->inside;
-    out->peak = h->peak;
-    pthread_mutex_unlock(&rc->gate_mu);
+    out->inside = atomic_load(&h->inside);
+    out->peak = atomic_load(&h->peak);
     out->down = atomic_load(&h->down_ms) != 0;
     out->marked = atomic_load(&h->marked);
     out->refused_down = atomic_load(&h->refused_down);
     out->refused_full = atomic_load(&h->refused_full);
+    out->waited = atomic_load(&h->waited);
     return RD_OK;
 }
 
@@ -358,6 +383,7 @@ void rd_client_watch(struct rd_client *rc)
     if (!rc->locator->marks_down)
         return;
     atomic_store(&rc->watched, 1);   /* from now on, probes are the watch's own */
+    thread_watches = 1;
     for (int s = 0; s < RD_SERVERS_KNOWN; s++)
         if (atomic_load(&rc->health[s].down_ms))
             probe_start(rc, s);

@@ -40,16 +40,16 @@ struct rd_thread {
 
 /* health.c: what one server (a cluster node) has shown this client. */
 struct rd_health {
-    int inside, peak;             /* gated callers inside a trip to it now, the most at
-                                     once (under the client's gate_mu) */
-    atomic_llong stalled_ms;      /* a gated wait for it gave up then (set under gate_mu) */
+    atomic_int inside, peak;      /* gated callers inside a trip to it now, the most at
+                                     once */
+    atomic_llong stalled_ms;      /* a gated wait for it gave up then */
     atomic_llong answered_ms;     /* monotonic: its last answer */
     atomic_int calls;             /* callers inside a call to it now, gated or not */
     atomic_llong busy_ms;         /* when calls last went from 0 to 1 */
     atomic_llong down_ms;         /* marked down then (no answer in time); 0: up */
     atomic_llong probe_ms;        /* a probe may go from then */
     atomic_int probing;           /* a probe is under way */
-    atomic_llong marked, refused_down, refused_full;
+    atomic_llong marked, refused_down, refused_full, waited;
 };
 
 struct rd_client {
@@ -77,7 +77,8 @@ struct rd_client {
     atomic_int gate;
     atomic_int watched;           /* rd_client_watch ticks: probes are its own threads */
     atomic_int probes;            /* probe threads running */
-    pthread_mutex_t gate_mu;
+    atomic_int gate_waiters;      /* gated callers waiting for a place (or about to) */
+    pthread_mutex_t gate_mu;      /* for those waiters only */
     pthread_cond_t gate_cv;       /* a gated caller left a server (CLOCK_MONOTONIC) */
 };
 
@@ -104,8 +105,9 @@ void rd_health_failed(struct rd_client *rc, int server);
 void rd_health_blocking(struct rd_client *rc, int server);
 /* 1 when server is marked down now, or silent (rd_key_silent). */
 int rd_health_is_down(struct rd_client *rc, int server);
-/* 1 when the calling thread is gated (rd_thread_gate) and rc marks servers down: its
- * reads look for silence as they wait (call.c's trips_read). */
+/* 1 when the calling thread is gated (rd_thread_gate), rc marks servers down, and no other
+ * thread watches (rd_client_watch): its reads look for silence as they wait (call.c's
+ * trips_read). Where another thread watches, the watch cuts a gated read loose. */
 int rd_health_watching(const struct rd_client *rc);
 /* The calling thread's call ends: it leaves every server it entered. */
 void rd_health_leave(struct rd_client *rc);

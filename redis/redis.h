@@ -213,14 +213,20 @@ struct rd_node_health {
     long long marked;             /* times it was marked down */
     long long refused_down, refused_full;   /* calls failed at once: marked down; its gate
                                                full and the node silent */
+    long long waited;             /* gated callers that found its gate full and waited */
 };
 /* Server number server's health (rd_key_server's numbers, 0 up): RD_OK, or RD_FAIL when
  * the client has no such server or marks none down (not a cluster). */
 int rd_client_health(struct rd_client *rc, int server, struct rd_node_health *out);
 /* At most most of the gated threads (rd_thread_gate) inside a call to one cluster node at
  * once (0: no cap; the default). A gated caller that finds its node's cap reached waits
- * up to 20 ms for a reply to free a place, else fails at once (RD_E_CONNECT, not sent). */
+ * up to RD_SILENT_MS for a reply to free a place, else fails at once (RD_E_CONNECT, not
+ * sent). */
 void rd_client_gate(struct rd_client *rc, int most);
+/* The number of the cluster node that serves key as far as the client's map says, asking
+ * no one (rd_key_server's numbers); -1 when it does not know, and on one Redis. Never
+ * blocks. */
+int rd_key_node(struct rd_client *rc, const char *key);
 /* 1 when the cluster node that serves key (as far as the client knows, asking no one)
  * is not answering: marked down, or a call has waited on it RD_SILENT_MS with no answer
  * from it meanwhile (a call for it now would wait too). 0 otherwise, and on one Redis.
