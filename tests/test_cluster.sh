@@ -296,6 +296,12 @@ build/sale-load --url "http://127.0.0.1:$G/inventory/sale" --item-count 48 -c 16
     --timeout-ms 10000 --history "$T_TMP/gate.jsonl" > "$T_TMP/gate.out" 2>&1 &
 gate_load=$!
 sleep 1.5
+# Before the stop, every master healthy: a worker never waits at a node's gate (an idle
+# worker passes over the lines of a node that has its two; an instance without that
+# waited at the gate on about one call in twenty).
+waits_before=$(curl -s "http://127.0.0.1:$G/metrics" |
+    awk '$1 ~ /^inventory_redis_node_gate_waits_total/ { n += $2; seen = 1 }
+        END { print seen ? n : "none" }')
 stop_ns=$(mono_ns); kill -STOP "$STOP_PID"
 sleep 6.5
 cont_ns=$(mono_ns); kill -CONT "$STOP_PID"
@@ -326,5 +332,8 @@ check "  at most half the workers (2 of 4) waited on it at once: ${peak:-none}" 
 check "  the other masters' items sold throughout: $ok_n, none slower than 1 s ($ok_max ms)" \
     test "$ok_n" -gt 100 -a "$ok_max" -lt 1000
 check "  a probe found it answering again: its items sold after ($m2_after)" test "$m2_after" -gt 0
+ok_before=$(awk '$1 != "" && $2 == 200 && $3 < 0' "$T_TMP/gate.tsv" | wc -l)
+check "  before the stop, $ok_before sold with $waits_before waits at a gate (at most 1 in 100)" \
+    awk -v w="$waits_before" -v n="$ok_before" 'BEGIN { exit !(w != "none" && n > 100 && w * 100 <= n) }'
 
 t_report

@@ -1,8 +1,9 @@
 /* workers.c - Locked sales on an event loop (--combine N): each item has a line of sales,
  * and at most --workers threads serve the lines. An idle worker takes a line that has
- * sales and that no other worker is serving (the one that has waited longest), takes the lock for its
- * first sale (waiting as the version waits) and, holding the grant, takes up to N - 1
- * more from the line: one critical section serves them all. While sales keep coming it
+ * sales and that no other worker is serving (the one that has waited longest, passing
+ * over those of a store server that has half the workers already: next_line), takes the
+ * lock for its first sale (waiting as the version waits) and, holding the grant, takes
+ * up to N - 1 more from the line: one critical section serves them all. While sales keep coming it
  * serves the next batch under the same grant, up to a hold limit (sale_serve). A worker
  * waiting for one item's lock holds up no other item while another worker is idle; when
  * all are busy, the next line waits for one. A reaper answers 503 lock_timeout to a sale
@@ -31,6 +32,7 @@ struct line {
     pthread_cond_t cv;            /* a sale came (for the worker lingering on it) */
     struct sale_line serve;       /* how sale_serve takes from it and answers */
     int ready;                    /* in the ready list */
+    int server;                   /* its store server when it was made ready (-1: none) */
     int waiting;                  /* in the waiting list: it has sales (head) */
     long long last_us;            /* monotonic: when its last sale came */
     atomic_int close;             /* its last two sales came within LINGER_MS (read
@@ -156,12 +158,27 @@ static void answer(void *arg, struct sale_request **rqs, int n)
         engine_resume(job_of(rqs[i]));
 }
 
-/* Puts l in the ready list when it has sales, no worker, and is not there yet. With mu
- * held. */
+/* With spread items (a store of several servers), the workers serving a line of each
+ * server now, and how many may at once: the store's cap (half the workers, at least one). */
+enum { SERVERS_COUNTED = 64 };
+static int serving[SERVERS_COUNTED];
+
+static int per_server(void)
+{
+    return svc.workers / 2 > 0 ? svc.workers / 2 : 1;
+}
+
+/* Puts l in the ready list when it has sales, no worker, and is not there yet, with its
+ * store server as far as the store knows now (-1: not counted). With mu held. */
 static void mark_ready(struct line *l)
 {
+    int s;
+
     if (l->ready || l->head == NULL || l->busy)
         return;
+    s = svc_store->spread && svc_store->ops->item_server
+            ? svc_store->ops->item_server(svc_store, l->item) : -1;
+    l->server = s < SERVERS_COUNTED ? s : -1;
     l->ready = 1;
     l->rnext = NULL;
     if (ready_tail)
@@ -171,19 +188,38 @@ static void mark_ready(struct line *l)
     ready_tail = l;
 }
 
-/* The line that has waited longest with sales and no worker; NULL when none. With mu
- * held. (A line in the list may have been emptied meanwhile, by the reaper or by the
- * worker that served it: it is passed over.) */
+/* Takes l, after prev (NULL: at the head), out of the ready list. With mu held. */
+static void ready_unlink(struct line *prev, struct line *l)
+{
+    if (prev)
+        prev->rnext = l->rnext;
+    else
+        ready_head = l->rnext;
+    if (ready_tail == l)
+        ready_tail = prev;
+    l->ready = 0;
+}
+
+/* The line that has waited longest with sales and no worker, passing over those whose
+ * server has its cap of workers: a worker that took one would wait at the store's gate
+ * while another server's sales wait for a worker (the cap's worker that finishes there
+ * takes it, or wakes one). NULL when none. With mu held. (A line in the list may have
+ * been emptied meanwhile, by the reaper or by the worker that served it: it is dropped.) */
 static struct line *next_line(void)
 {
-    struct line *l;
+    struct line *l = ready_head, *prev = NULL;
 
-    while ((l = ready_head) != NULL) {
-        if ((ready_head = l->rnext) == NULL)
-            ready_tail = NULL;
-        l->ready = 0;
-        if (l->head && !l->busy)
+    while (l) {
+        struct line *next = l->rnext;
+        if (!l->head || l->busy) {
+            ready_unlink(prev, l);
+        } else if (l->server < 0 || serving[l->server] < per_server()) {
+            ready_unlink(prev, l);
             return l;
+        } else {
+            prev = l;
+        }
+        l = next;
     }
     return NULL;
 }
@@ -208,7 +244,7 @@ static void *worker_main(void *arg)
 
     (void)arg;
     if (svc_store->ops->worker)   /* a store server that stops answering holds half at most */
-        svc_store->ops->worker(svc_store, svc.workers);
+        svc_store->ops->worker(svc_store, per_server());
     pthread_mutex_lock(&mu);
     for (;;) {
         idle++;
@@ -218,10 +254,15 @@ static void *worker_main(void *arg)
         if (l == NULL)
             break;   /* stopping, and no line has sales left */
         l->busy = 1;
+        int s = l->server;   /* (counted while served: next_line spreads the workers) */
+        if (s >= 0)
+            serving[s]++;
         struct sale_job *first = line_pop(l);
         pthread_mutex_unlock(&mu);
         serve_first(l, first);
         pthread_mutex_lock(&mu);
+        if (s >= 0 && serving[s]-- == per_server() && ready_head && idle > 0)
+            pthread_cond_signal(&work_cv);   /* a line passed over may be taken now */
         l->busy = 0;
         mark_ready(l);   /* what came meanwhile waits its turn behind the other lines */
     }

@@ -187,23 +187,31 @@ static int rs_item_silent(struct store *s, const char *item)
     return rd_key_silent(s->redis, rs_key(&key, RS_STOCK, item));
 }
 
+/* On a cluster: item's node as the client's map says (rd_key_node). */
+static int rs_item_server(struct store *s, const char *item)
+{
+    char key[RS_KEY_MAX];
+
+    return rd_key_node(s->redis, rs_key(&key, RS_STOCK, item));
+}
+
 /* On a cluster: a node calls wait on and that stopped answering is given up. */
 static void rs_watch(struct store *s)
 {
     rd_client_watch(s->redis);
 }
 
-/* The calling thread is a sale worker: at most half of them inside a call to one node
- * (workers 0: no cap), and its connections cut loose from a node that goes silent. */
-static void rs_worker(struct store *s, int workers)
+/* The calling thread is a sale worker: at most most of them inside a call to one node
+ * (0: no cap), and its connections cut loose from a node that goes silent. */
+static void rs_worker(struct store *s, int most)
 {
-    if (workers > 0)
-        rd_client_gate(s->redis, workers / 2 > 0 ? workers / 2 : 1);
+    if (most > 0)
+        rd_client_gate(s->redis, most);
     rd_thread_gate(1);
 }
 
 /* A cluster's nodes as the client has seen them: marked down, the most sale workers
- * inside a call to one at once, the calls failed at once. */
+ * inside a call to one at once, the calls failed at once, the waits for a place. */
 static void node_metrics(struct store *s, FILE *out)
 {
     static const char *const help[] = {
@@ -218,10 +226,13 @@ static void node_metrics(struct store *s, FILE *out)
         "inventory_redis_node_refused_total Calls failed at once, not sent: the node marked "
         "down, or half the workers inside a call to it and it silent.\n"
         "# TYPE inventory_redis_node_refused_total counter",
+        "inventory_redis_node_gate_waits_total Times a sale worker found half the workers "
+        "inside a call to the node and waited for a place.\n"
+        "# TYPE inventory_redis_node_gate_waits_total counter",
     };
     struct rd_node_health h;
 
-    for (int m = 0; m < 4; m++) {
+    for (int m = 0; m < 5; m++) {
         fprintf(out, "# HELP %s\n", help[m]);
         for (int i = 0; rd_client_health(s->redis, i, &h) == RD_OK; i++)
             if (m == 0)
@@ -232,6 +243,9 @@ static void node_metrics(struct store *s, FILE *out)
             else if (m == 2)
                 fprintf(out, "inventory_redis_node_workers_peak{node=\"%s\"} %d\n", h.node,
                         h.peak);
+            else if (m == 4)
+                fprintf(out, "inventory_redis_node_gate_waits_total{node=\"%s\"} %lld\n",
+                        h.node, h.waited);
             else
                 fprintf(out, "inventory_redis_node_refused_total{node=\"%s\",reason=\"down\"} "
                         "%lld\ninventory_redis_node_refused_total{node=\"%s\",reason=\"silent\"} "
@@ -327,6 +341,7 @@ static const struct store_ops redis_ops = {
     .item_silent = rs_item_silent,
     .watch = rs_watch,
     .worker = rs_worker,
+    .item_server = rs_item_server,
     .probe_enter = rs_probe_enter,
     .metrics = rs_metrics,
     .publish = rs_publish,

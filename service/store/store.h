@@ -129,12 +129,15 @@ struct store_ops {
      * answering is found (item_silent then says so) while every caller waits. Never
      * blocks; for a thread that ticks. */
     void (*watch)(struct store *s);
-    /* Optional: the calling thread is one of workers sale workers (0: a thread that is
-     * its server's only caller). A store of several servers then lets at most half of
-     * them (at least one) wait on one server at once, so a server that stops answering
-     * holds no more (the others' calls for it fail at once, "not sent"), and cuts their
-     * calls loose from a server that went silent. */
-    void (*worker)(struct store *s, int workers);
+    /* Optional: the calling thread is a sale worker. A store of several servers then lets
+     * at most most of the workers (0: no cap, a thread that is its server's only caller)
+     * wait on one server at once, so a server that stops answering holds no more (the
+     * others' calls for it fail at once, "not sent"), and cuts their calls loose from a
+     * server that went silent. */
+    void (*worker)(struct store *s, int most);
+    /* Optional (spread items): the number (0 up) of item's server as far as the store
+     * knows now, asking no one; -1 when it does not know. Never blocks. */
+    int (*item_server)(struct store *s, const char *item);
     /* Its own lines of /metrics (Prometheus text, HELP and TYPE each). */
     void (*metrics)(struct store *s, FILE *out);
     /* The live page: publishes msgs[0..n) on their items' channels, one round trip per
