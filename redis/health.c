@@ -18,8 +18,9 @@
  * is, the node is stalled for it and the call fails at once, as every later one does until
  * the node answers again. So a node that stops answering holds at most the cap of the
  * workers until its first timeout marks it down, and no more than the probe after; on a
- * node that answers, a slot frees within a reply. Other threads (the renewal lanes, the
- * subscribers) pass the gate uncounted.
+ * node that answers, a slot frees within a reply. The count is a compare-and-swap; only a
+ * caller that waits takes a lock. Other threads (the renewal lanes, the subscribers) pass
+ * the gate uncounted.
  *
  * A thread enters a node when it is handed a connection to it (rd_thread_conn) and leaves
  * every node it entered when its call ends (rd_health_leave): a round trip, its redirects
@@ -96,21 +97,24 @@ static int gate_in(struct rd_client *rc, struct rd_health *h, int server, struct
 {
     struct timespec until;
     long long stalled, since;
-    int gate = atomic_load(&rc->gate), in = 0, timed_out = 0;
+    int gate = atomic_load(&rc->gate), in, timed_out;
 
     if (gate_try(h, gate))
         return RD_OK;
-    atomic_fetch_add(&h->waited, 1);
     until = abs_after(GATE_WAIT_MS);
     since = clock_now_ms();
     pthread_mutex_lock(&rc->gate_mu);
     atomic_fetch_add(&rc->gate_waiters, 1);   /* (before the next try: gate_out sees it) */
     stalled = atomic_load(&h->stalled_ms);
-    if (stalled && atomic_load(&h->answered_ms) < stalled)
-        timed_out = !(in = gate_try(h, gate));
-    while (!timed_out && !in && !(in = gate_try(h, gate)))
-        timed_out = pthread_cond_timedwait(&rc->gate_cv, &rc->gate_mu, &until) == ETIMEDOUT &&
-                    !(in = gate_try(h, gate));
+    in = gate_try(h, gate);
+    timed_out = !in && stalled && atomic_load(&h->answered_ms) < stalled;   /* (no wait) */
+    if (!in && !timed_out)
+        atomic_fetch_add(&h->waited, 1);
+    while (!in && !timed_out) {
+        int w = pthread_cond_timedwait(&rc->gate_cv, &rc->gate_mu, &until);
+        in = gate_try(h, gate);
+        timed_out = !in && w == ETIMEDOUT;
+    }
     atomic_fetch_sub(&rc->gate_waiters, 1);
     pthread_mutex_unlock(&rc->gate_mu);
     if (in)
