@@ -227,6 +227,8 @@ static enum tried try_grant(struct sale_request **rqs, int *n, const char *item,
         acquire_failed(st, &err, rqs, *n);
         return TRIED_ANSWER;
     }
+    if (line && line->granted)
+        line->granted(line->arg);
     *n += take(line, rqs, *n);
     for (int i = 0; i < *n; i++)
         memset(&rqs[i]->out, 0, sizeof(rqs[i]->out));

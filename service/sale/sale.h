@@ -20,6 +20,9 @@ struct sale_line {
     /* 1 when a next batch is worth waiting linger_ms for: the line's sales come close
      * together (the next sale of one item among a thousand comes long after). */
     int (*lingers)(void *arg);
+    /* Optional: the lock for the line's item is held (once per sale_serve, however many
+     * grants it takes): its calls go to the item's store server from now on. */
+    void (*granted)(void *arg);
     void *arg;
     int batch_max;       /* sales in one critical section, at most (--combine) */
     long hold_ms;        /* serve batch after batch under one grant at most this long */

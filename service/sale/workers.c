@@ -1,18 +1,19 @@
 /* workers.c - Locked sales on an event loop (--combine N): each item has a line of sales,
  * and at most --workers threads serve the lines. An idle worker takes a line that has
  * sales and that no other worker is serving (the one that has waited longest, passing
- * over those of a store server that has half the workers already: next_line), takes the
- * lock for its first sale (waiting as the version waits) and, holding the grant, takes
- * up to N - 1 more from the line: one critical section serves them all. While sales keep coming it
- * serves the next batch under the same grant, up to a hold limit (sale_serve). A worker
- * waiting for one item's lock holds up no other item while another worker is idle; when
- * all are busy, the next line waits for one. A reaper answers 503 lock_timeout to a sale
- * still in a line at its wait limit. */
+ * over those of a store server where half the workers hold a lock already: next_line),
+ * takes the lock for its first sale (waiting as the version waits) and, holding the
+ * grant, takes up to N - 1 more from the line: one critical section serves them all.
+ * While sales keep coming it serves the next batch under the same grant, up to a hold
+ * limit (sale_serve). A worker waiting for one item's lock holds up no other item while
+ * another worker is idle; when all are busy, the next line waits for one. A reaper
+ * answers 503 lock_timeout to a sale still in a line at its wait limit. */
 #include "service/sale/engine.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,8 @@ struct line {
     struct sale_line serve;       /* how sale_serve takes from it and answers */
     int ready;                    /* in the ready list */
     int server;                   /* its store server when it was made ready (-1: none) */
+    long long picked_ms;          /* monotonic: when its worker took it */
+    int granted;                  /* its worker holds its lock */
     int waiting;                  /* in the waiting list: it has sales (head) */
     long long last_us;            /* monotonic: when its last sale came */
     atomic_int close;             /* its last two sales came within LINGER_MS (read
@@ -44,8 +47,9 @@ struct line {
 };
 
 /* Lines found by their item's hash, and the lines with sales and no worker in the order
- * they became so: with a thousand items, a sale finds its line, and a worker the next
- * line to serve, in a step (a walk through every line cost more than the sale). */
+ * they became so: with a thousand items, a sale finds its line in a step, and a worker
+ * the next line to serve from the head (a walk through every line cost more than the
+ * sale; only a crowded server's lines are passed over, next_line). */
 enum { LINE_BUCKETS = 1024 };
 
 /* How long one grant serves batch after batch while sales keep coming: long enough to
@@ -65,8 +69,22 @@ static struct line *bucket[LINE_BUCKETS];
 static struct line *ready_head, *ready_tail;
 static struct line *waiting;      /* the lines that have sales (the reaper looks at those) */
 static pthread_t *threads;        /* svc.workers of them at most, started as needed */
-static int running, idle, stopping, started, reaper_started;
+static int running, idle, stopping, started, reaper_started, reaper_stopping;
 static pthread_t reaper;
+
+/* With spread items (a store of several servers), each worker's line now (served[i],
+ * NULL: idle) tells how many workers work on each server: those that hold their line's
+ * lock, or took it less than PICK_MS ago (a worker still without its lock past that waits
+ * for another's grant, on no server: two such would otherwise hold every other line of
+ * theirs). At most per_server() may at once: the store's cap (half the workers, at least
+ * one). SERVERS_COUNTED: as many as the Redis layer numbers (one past it is not counted). */
+enum { SERVERS_COUNTED = 64, PICK_MS = 5 };
+static struct line **served;
+
+static int per_server(void)
+{
+    return svc.workers / 2 > 0 ? svc.workers / 2 : 1;
+}
 
 static struct sale_job *job_of(struct sale_request *rq)
 {
@@ -151,21 +169,21 @@ static int lingers(void *arg)
     return atomic_load_explicit(&l->close, memory_order_relaxed);
 }
 
+/* l's worker holds its lock: it works on l's server until it is done (worker_main). */
+static void granted(void *arg)
+{
+    struct line *l = arg;
+
+    pthread_mutex_lock(&mu);
+    l->granted = 1;
+    pthread_mutex_unlock(&mu);
+}
+
 static void answer(void *arg, struct sale_request **rqs, int n)
 {
     (void)arg;
     for (int i = 0; i < n; i++)
         engine_resume(job_of(rqs[i]));
-}
-
-/* With spread items (a store of several servers), the workers serving a line of each
- * server now, and how many may at once: the store's cap (half the workers, at least one). */
-enum { SERVERS_COUNTED = 64 };
-static int serving[SERVERS_COUNTED];
-
-static int per_server(void)
-{
-    return svc.workers / 2 > 0 ? svc.workers / 2 : 1;
 }
 
 /* Puts l in the ready list when it has sales, no worker, and is not there yet, with its
@@ -200,20 +218,42 @@ static void ready_unlink(struct line *prev, struct line *l)
     l->ready = 0;
 }
 
-/* The line that has waited longest with sales and no worker, passing over those whose
- * server has its cap of workers: a worker that took one would wait at the store's gate
- * while another server's sales wait for a worker (the cap's worker that finishes there
- * takes it, or wakes one). NULL when none. With mu held. (A line in the list may have
- * been emptied meanwhile, by the reaper or by the worker that served it: it is dropped.) */
+/* How many workers work on each server now (served): into count[SERVERS_COUNTED]. With
+ * mu held. */
+static void count_workers(int *count)
+{
+    long long now = clock_now_ms();
+
+    memset(count, 0, sizeof(int) * SERVERS_COUNTED);
+    for (int i = 0; i < running; i++) {
+        const struct line *l = served[i];
+        if (l && l->server >= 0 && (l->granted || now - l->picked_ms < PICK_MS))
+            count[l->server]++;
+    }
+}
+
+/* 1 when l's server has its cap of workers (count: count_workers'): a worker that took l
+ * would wait at the store's gate while another server's sales wait for a worker. */
+static int crowded(const struct line *l, const int *count)
+{
+    return l->server >= 0 && count[l->server] >= per_server();
+}
+
+/* The line that has waited longest with sales and no worker, passing over the crowded
+ * ones (the first of their server's workers to finish takes one, or wakes a worker). NULL
+ * when none. With mu held. (A line in the list may have been emptied meanwhile, by the
+ * reaper or by the worker that served it: it is dropped.) */
 static struct line *next_line(void)
 {
     struct line *l = ready_head, *prev = NULL;
+    int count[SERVERS_COUNTED];
 
+    count_workers(count);
     while (l) {
         struct line *next = l->rnext;
         if (!l->head || l->busy) {
             ready_unlink(prev, l);
-        } else if (l->server < 0 || serving[l->server] < per_server()) {
+        } else if (!crowded(l, count)) {
             ready_unlink(prev, l);
             return l;
         } else {
@@ -240,9 +280,9 @@ static void serve_first(struct line *l, struct sale_job *first)
 
 static void *worker_main(void *arg)
 {
+    int me = (int)(intptr_t)arg;   /* served[me] */
     struct line *l;
 
-    (void)arg;
     if (svc_store->ops->worker)   /* a store server that stops answering holds half at most */
         svc_store->ops->worker(svc_store, per_server());
     pthread_mutex_lock(&mu);
@@ -254,14 +294,15 @@ static void *worker_main(void *arg)
         if (l == NULL)
             break;   /* stopping, and no line has sales left */
         l->busy = 1;
-        int s = l->server;   /* (counted while served: next_line spreads the workers) */
-        if (s >= 0)
-            serving[s]++;
+        l->picked_ms = clock_now_ms();
+        l->granted = 0;
+        served[me] = l;
         struct sale_job *first = line_pop(l);
         pthread_mutex_unlock(&mu);
         serve_first(l, first);
         pthread_mutex_lock(&mu);
-        if (s >= 0 && serving[s]-- == per_server() && ready_head && idle > 0)
+        served[me] = NULL;
+        if (ready_head && idle > 0)
             pthread_cond_signal(&work_cv);   /* a line passed over may be taken now */
         l->busy = 0;
         mark_ready(l);   /* what came meanwhile waits its turn behind the other lines */
@@ -298,12 +339,13 @@ static void reap(struct line *l, long long now)
 }
 
 /* Every 10 ms: a store server that stopped answering found (watch); sales still in a line
- * at their wait limit answer lock_timeout, and those of a silent server answer 503 now. */
+ * at their wait limit answer lock_timeout, and those of a silent server answer 503 now;
+ * an idle worker woken when lines wait (one passed over may be taken now). */
 static void *reaper_main(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&mu);
-    while (!stopping) {
+    while (!reaper_stopping) {   /* (after the workers: they serve what is left) */
         long long now = clock_now_ms();
         if (svc_store->spread && svc_store->ops->watch) {
             pthread_mutex_unlock(&mu);
@@ -314,6 +356,8 @@ static void *reaper_main(void *arg)
             next = l->wnext;   /* reap may take l out of the list */
             reap(l, now);
         }
+        if (ready_head && idle > 0)   /* a line passed over, its server's workers now fewer */
+            pthread_cond_signal(&work_cv);
         pthread_mutex_unlock(&mu);
         clock_sleep_ms(10);
         pthread_mutex_lock(&mu);
@@ -341,7 +385,8 @@ static struct line *line_for(const char *item)
     snprintf(l->item, sizeof(l->item), "%s", item);
     clock_cond_init_monotonic(&l->cv);
     l->serve = (struct sale_line){ .take = take_more, .has_more = has_more, .answer = answer,
-                                   .lingers = lingers, .arg = l, .batch_max = svc.combine,
+                                   .lingers = lingers, .granted = granted, .arg = l,
+                                   .batch_max = svc.combine,
                                    .hold_ms = hold_ms(), .linger_ms = LINGER_MS };
     l->next = lines;
     lines = l;
@@ -355,7 +400,7 @@ static struct line *line_for(const char *item)
 static int wake_worker(void)
 {
     if (idle == 0 && running < svc.workers &&
-        pthread_create(&threads[running], NULL, worker_main, NULL) == 0)
+        pthread_create(&threads[running], NULL, worker_main, (void *)(intptr_t)running) == 0)
         running++;
     pthread_cond_signal(&work_cv);
     return running > 0 ? 0 : -1;
@@ -385,7 +430,9 @@ static void workers_submit(struct sale_job *j)
         line_waiting(l);
         mark_ready(l);
         pthread_cond_signal(&l->cv);   /* the worker serving l, lingering for more */
-        if (l->busy || wake_worker() == 0) {
+        int count[SERVERS_COUNTED];
+        count_workers(count);
+        if (l->busy || crowded(l, count) || wake_worker() == 0) {   /* (crowded: next_line) */
             pthread_mutex_unlock(&mu);
             return;
         }
@@ -404,8 +451,12 @@ static void workers_stop(void);
 
 static int workers_start(void)
 {
-    if ((threads = calloc((size_t)svc.workers, sizeof(*threads))) == NULL)
+    if ((threads = calloc((size_t)svc.workers, sizeof(*threads))) == NULL ||
+        (served = calloc((size_t)svc.workers, sizeof(*served))) == NULL) {
+        free(threads);
+        threads = NULL;
         return -1;
+    }
     clock_cond_init_monotonic(&work_cv);
     started = 1;
     if (pthread_create(&reaper, NULL, reaper_main, NULL) != 0) {
@@ -427,10 +478,13 @@ static void workers_stop(void)
     for (struct line *l = lines; l; l = l->next)
         pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&mu);
-    if (reaper_started)
-        pthread_join(reaper, NULL);
     for (int i = 0; i < running; i++)
         pthread_join(threads[i], NULL);
+    pthread_mutex_lock(&mu);
+    reaper_stopping = 1;
+    pthread_mutex_unlock(&mu);
+    if (reaper_started)
+        pthread_join(reaper, NULL);
     while (lines) {
         struct line *l = lines;
         lines = l->next;
@@ -440,6 +494,8 @@ static void workers_stop(void)
     pthread_cond_destroy(&work_cv);
     free(threads);
     threads = NULL;
+    free(served);
+    served = NULL;
     running = idle = 0;
     memset(bucket, 0, sizeof(bucket));
     ready_head = ready_tail = NULL;
