@@ -25,6 +25,12 @@ is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; *) return 0 ;; esac; }
 is_port() { is_uint "$1" && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; }
 # now_ms: the wall clock in ms.
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# mono_offset_ns: realtime minus monotonic, in ns, on this host: date +%s%N minus it is
+# CLOCK_MONOTONIC (build/sale-load's histories' clock). mono_start: measures it once
+# (MONO_OFFSET); mono_now_ns: the monotonic clock now, in ns, without a process per read.
+mono_offset_ns() { python3 -c 'import time; print(time.time_ns() - time.monotonic_ns())'; }
+mono_start() { MONO_OFFSET=$(mono_offset_ns); }
+mono_now_ns() { echo $(( $(date +%s%N) - MONO_OFFSET )); }
 
 # in_net CMD...: CMD here, or in the test host HOSTS_VIA when it is set (deploy/hosts: a
 # stack on test hosts is reached from one of them; this machine has no route to them).

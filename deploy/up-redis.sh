@@ -188,6 +188,29 @@ start_sentinels() {
     done
 }
 
+# cluster_node_flags TIMEOUT_MS: a cluster node's flags (as redis-server arguments) beyond
+# its port and data: nodes.conf in its directory, the node timeout, and a replica that may
+# take over at once (validity factor 0: however long its link was down), so that a master
+# killed under load is always replaced.
+cluster_node_flags() {
+    echo "--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout $1 --cluster-replica-validity-factor 0"
+}
+
+# cluster_create LOG [RUNNER...] -- NODE...: redis-cli --cluster create of the nodes
+# (HOST:PORT; the first half made masters, each given a replica from the rest), through
+# RUNNER when given (a test host's), with the password of REDIS_PASSWORD_FILE when set;
+# its output in LOG. On failure, LOG's last lines on stderr.
+cluster_create() {
+    local log=$1 run=(); shift
+    while [ "$1" != -- ]; do run+=("$1"); shift; done
+    shift
+    if ! ( [ -z "${REDIS_PASSWORD_FILE:-}" ] || export REDISCLI_AUTH="$(head -n 1 "$REDIS_PASSWORD_FILE")"
+           exec ${run[@]+"${run[@]}"} redis-cli --cluster create "$@" --cluster-replicas 1 --cluster-yes ) > "$log" 2>&1; then
+        tail -n 5 "$log" >&2
+        return 1
+    fi
+}
+
 # start_cluster: with --cluster N, 2N cluster nodes on CLUSTER_NODE_PORTS (each its own
 # AOF and nodes.conf in RUN_DIR/node-PORT; a node's bus port is its port + 10000), made a
 # cluster of N masters with a replica each by redis-cli --cluster create, and waited for
@@ -199,11 +222,9 @@ start_cluster() {
     REDIS_HOST=$(local_host "$REDIS_BIND")
     for p in $CLUSTER_NODE_PORTS; do
         mark_log "$RUN_DIR/node-$p.log"
-        # A replica may take over at once (validity factor 0: however long its link was
-        # down), so that a master killed under load is always replaced.
+        # shellcheck disable=SC2046 # (the flags are words)
         redis_start "$p" "$REDIS_BIND" "$FSYNC" "$RUN_DIR/node-$p" "$RUN_DIR/node-$p.log" \
-            "$RUN_DIR/node-$p.pid" --cluster-enabled yes --cluster-config-file nodes.conf \
-            --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT_MS" --cluster-replica-validity-factor 0 \
+            "$RUN_DIR/node-$p.pid" $(cluster_node_flags "$CLUSTER_NODE_TIMEOUT_MS") \
             --repl-diskless-sync-delay 0 --appendfilename appendonly.aof
         if ! wait_until "$START_WAIT_S" "$REDIS_STARTED_PID" redis_pings "$p"; then
             # Its bus port (port + 10000) taken, by an outgoing connection perhaps: exit 3.
@@ -220,15 +241,9 @@ start_cluster() {
             [ -s "$RUN_DIR/node-$p/nodes.conf" ] ||
                 die "the cluster in $RUN_DIR is partly there (no nodes.conf for :$p): deploy/down, then remove $RUN_DIR/node-*"
         done
-    elif [ -n "$REDIS_PASSWORD_FILE" ]; then
-        # --cluster create makes the first N masters and gives each a replica from the rest.
-        REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") redis-cli --cluster create "${nodes[@]}" \
-            --cluster-replicas 1 --cluster-yes > "$RUN_DIR/cluster-create.log" 2>&1 ||
-            { tail -n 5 "$RUN_DIR/cluster-create.log" >&2; die "redis-cli --cluster create failed"; }
     else
-        redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes \
-            > "$RUN_DIR/cluster-create.log" 2>&1 ||
-            { tail -n 5 "$RUN_DIR/cluster-create.log" >&2; die "redis-cli --cluster create failed"; }
+        cluster_create "$RUN_DIR/cluster-create.log" -- "${nodes[@]}" ||
+            die "redis-cli --cluster create failed"
     fi
     for p in $CLUSTER_NODE_PORTS; do
         wait_until "$START_WAIT_S" "" cluster_ok "$p" ||

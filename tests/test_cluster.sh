@@ -275,7 +275,7 @@ check "  the stopped master's lease counted lost" \
 # the other masters' items sell on throughout. An instance without this let every worker
 # wait on the stopped master in turn: all items' sales stalled for its 5 s timeout, again
 # and again.
-mono_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
+mono_start
 set_items 48
 start_service G --redis-cluster "127.0.0.1:$M1" --lock v8 --combine 16 --workers 4 --name c-gate || exit 1
 # Where each item is now (the masters moved in the tests above), by the slot map; the
@@ -302,9 +302,9 @@ sleep 1.5
 waits_before=$(curl -s "http://127.0.0.1:$G/metrics" |
     awk '$1 ~ /^inventory_redis_node_gate_waits_total/ { n += $2; seen = 1 }
         END { print seen ? n : "none" }')
-stop_ns=$(mono_ns); kill -STOP "$STOP_PID"
+stop_ns=$(mono_now_ns); kill -STOP "$STOP_PID"
 sleep 6.5
-cont_ns=$(mono_ns); kill -CONT "$STOP_PID"
+cont_ns=$(mono_now_ns); kill -CONT "$STOP_PID"
 wait "$gate_load"
 # Each answer with its master: "M2" (the stopped one's items) or "ok"; times in ms from the stop.
 jq -r --argjson s "$stop_ns" '[.item, .status, ((.start_ns - $s) / 1e6 | floor),

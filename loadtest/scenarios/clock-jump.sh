@@ -46,7 +46,7 @@
 # Verdict: the flaw when the data shows it: oversold, acknowledged sales lost, stock sold
 # twice, or a history the checker finds impossible. Two holders whose stale write a fence
 # refuses (409 lease_lost) are reported (overlaps), not the flaw: as in pause.sh.
-# (now_ms, sale_load_summary: deploy/lib.sh's; mono_start, mono_now_ns, history_report,
+# (now_ms, sale_load_summary, mono_start, mono_now_ns: deploy/lib.sh's; history_report,
 # history_check, history_answers: lib.sh's; host_*: hosts.sh's.)
 
 defaults_clock_jump="ttl=1000 wait=3000 stock=100000 hosts=6"

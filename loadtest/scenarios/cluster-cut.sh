@@ -49,10 +49,10 @@ scenario_cluster_cut() {
     total_s=$(( 3 + CC_CUT_S + 4 ))
     mono_start
     names="A B"
-    cc_load "$dir" h7 A "$total_s" 16 $(load_item_args "$k" "$zipf")
-    cc_load "$dir" h8 B "$total_s" 16 $(load_item_args "$k" "$zipf")
+    host_sales "$dir" h7 A "$total_s" 16 "" $(load_item_args "$k" "$zipf")
+    host_sales "$dir" h8 B "$total_s" 16 "" $(load_item_args "$k" "$zipf")
     if [ "$locked" = 1 ]; then
-        cc_load "$dir" h8 Bh "$total_s" 2 --items "$hm"
+        host_sales "$dir" h8 Bh "$total_s" 2 "" --items "$hm"
         names="A B Bh"
     fi
     sleep 2
@@ -102,19 +102,6 @@ cc_item_masters() {
 
 # cc_cold_item DIR MASTER: the coldest item (the last) that MASTER serves.
 cc_cold_item() { awk -v m="$2" '$2 == m { i = $1 } END { print i }' "$1/masters"; }
-
-# cc_load DIR H NAME SECS CONNS ARG...: build/sale-load in H against H's instance for SECS
-# with CONNS connections, ARGs its items (--item-count K --zipf S, or --items I), in the
-# background (BG_PIDS); every answer in DIR/history-NAME.jsonl, its summary in
-# DIR/load-NAME.out.
-cc_load() {
-    local dir=$1 h=$2 name=$3 secs=$4 conns=$5 a; shift 5
-    a=$(host_addr "$h")
-    in_host "$h" "$BUILD_DIR/sale-load" --url "http://$a:$H_INSTANCE_PORT/inventory/sale" \
-        -c "$conns" -d "$secs" "$@" --timeout-ms 10000 --history "$dir/history-$name.jsonl" \
-        > "$dir/load-$name.out" 2>&1 &
-    BG_PIDS="$BG_PIDS $!"
-}
 
 # cc_windows DIR CUT_NS HEAL_NS: what A's history says of the healthy masters' items and of
 # the cut master's (CC_CUT_MASTER), one line: "H_P99_BEFORE H_N_BEFORE H_P99_CUT H_SOLD_CUT

@@ -112,14 +112,12 @@ redis_in_host() {
 host_cluster() {
     local h nodes=() n=$# p
     for h in "$@"; do
-        redis_in_host "$h" "node-$h" --cluster-enabled yes --cluster-config-file nodes.conf \
-            --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT_MS:-2000}" \
-            --cluster-replica-validity-factor 0 || return 1
+        # shellcheck disable=SC2046 # (the flags are words)
+        redis_in_host "$h" "node-$h" $(cluster_node_flags "${CLUSTER_NODE_TIMEOUT_MS:-2000}") ||
+            return 1
         nodes+=("$(host_addr "$h"):$H_REDIS_PORT")
     done
-    REDISCLI_AUTH=$(head -n 1 "$REDIS_PASSWORD_FILE") "$HOSTS_BIN" run "$1" redis-cli \
-        --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes \
-        > "$STACK_DIR/cluster-create.log" 2>&1 || return 1
+    cluster_create "$STACK_DIR/cluster-create.log" "$HOSTS_BIN" run "$1" -- "${nodes[@]}" || return 1
     CLUSTER_PORTS="${nodes[*]}"
     CLUSTER_SEEDS=$(printf '%s\n' "${nodes[@]:0:$(( n / 2 ))}" | paste -sd, -)
     for p in "${nodes[@]}"; do
@@ -223,23 +221,30 @@ host_instance() {
     wait_until 10 $! in_host "$h" curl -sf -m 2 -o /dev/null "http://$a:$H_INSTANCE_PORT/health"
 }
 
-# host_load DIR ITEM H SECS CONNS NAME [QUERY]: build/sale-load in H against H's instance,
-# selling ITEM (QUERY, e.g. work_ms=50, added to each sale), in the background (its pid
-# appended to BG_PIDS), every answer in DIR/history-NAME.jsonl, its summary in
+# host_sales DIR H NAME SECS CONNS QUERY [ARG...]: build/sale-load in H against H's
+# instance for SECS with CONNS connections, QUERY (may be empty) added to each sale's URL,
+# ARGs sale-load's items (--item-count K --zipf S, --items I), in the background (its pid
+# appended to BG_PIDS); every answer in DIR/history-NAME.jsonl, its summary in
 # DIR/load-NAME.out.
-host_load() {
-    local dir=$1 h=$3 a; a=$(host_addr "$h")
-    in_host "$h" "$BUILD_DIR/sale-load" --url "http://$a:$H_INSTANCE_PORT/inventory/sale?item=$2${7:+&$7}" \
-        -c "$5" -d "$4" --timeout-ms 10000 --history "$dir/history-$6.jsonl" \
-        > "$dir/load-$6.out" 2>&1 &
+host_sales() {
+    local dir=$1 h=$2 name=$3 secs=$4 conns=$5 query=$6 a; shift 6
+    a=$(host_addr "$h")
+    in_host "$h" "$BUILD_DIR/sale-load" --url "http://$a:$H_INSTANCE_PORT/inventory/sale${query:+?$query}" \
+        -c "$conns" -d "$secs" "$@" --timeout-ms 10000 --history "$dir/history-$name.jsonl" \
+        > "$dir/load-$name.out" 2>&1 &
     BG_PIDS="$BG_PIDS $!"
 }
+
+# host_load DIR ITEM H SECS CONNS NAME [QUERY]: host_sales of one item, ITEM (QUERY, e.g.
+# work_ms=50, added to each sale).
+host_load() { host_sales "$1" "$3" "$6" "$4" "$5" "item=$2${7:+&$7}"; }
 
 # host_long_sale DIR H ITEM WORK_MS NAME: one sale of ITEM by curl in H, to H's instance,
 # working WORK_MS in its critical section (--faults' work_ms), in the background (LONG_PID,
 # also in BG_PIDS): its answer in DIR/long-NAME.json, its code in DIR/codes, its history
 # line in DIR/history-NAME.jsonl (the clock read in H just before curl and just after: an
-# interval a little wider than the real one, never narrower). MONO_OFFSET: lib.sh's.
+# interval a little wider than the real one, never narrower). MONO_OFFSET: deploy/lib.sh's
+# mono_start.
 host_long_sale() {
     local dir=$1 h=$2 item=$3 name=$5
     local url="http://$(host_addr "$h"):$H_INSTANCE_PORT/inventory/sale?item=$item&work_ms=$4"
@@ -260,12 +265,12 @@ host_long_sale() {
     BG_PIDS="$BG_PIDS $!"
 }
 
-# loads_stop DIR: host_load's loads into DIR end now, as at the end of their time
+# loads_stop DIR: host_sales' loads into DIR end now, as at the end of their time
 # (sale-load on SIGTERM: no new request, the answers in flight awaited, its summary and
 # history written whole).
 loads_stop() { pkill -TERM -f -- "--history $1/history-" 2>/dev/null || true; }
 
-# loads_done DIR NAME...: once host_load's loads have ended (bg_wait): each one's summary in
+# loads_done DIR NAME...: once host_sales' loads have ended (bg_wait): each one's summary in
 # DIR/wrk-NAME.out (the fields loadtest/run sums) and their histories, one after the
 # other, in DIR/history.jsonl. Fails, saying why in SCN_OBSERVED, when a load left no
 # summary.

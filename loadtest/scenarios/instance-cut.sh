@@ -37,7 +37,7 @@
 # Verdict: the flaw when a write made under the lost lease shows: oversold > 0, sales
 # acknowledged then lost, a unit sold twice, or a history the checker finds impossible.
 # Two holders alone (overlaps) are no flaw where the stale one cannot write.
-# (sale_load_summary: deploy/lib.sh's; mono_start, mono_now_ns, history_report: lib.sh's;
+# (sale_load_summary, mono_start, mono_now_ns: deploy/lib.sh's; history_report: lib.sh's;
 # host_long_sale: hosts.sh's.)
 
 defaults_instance_cut="ttl=2000 wait=3000 stock=1000000 hosts=3"

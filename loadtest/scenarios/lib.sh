@@ -36,9 +36,9 @@
 # sentinel_names, role_of, metric_sum, redis_start, ...) and the stack's helpers below
 # (port_of, master_pid, data_pidfile, ...). Every other helper here takes what it uses
 # (the item, DIR, the stock, ...) as arguments. Also from deploy/lib.sh: item_key,
-# wait_until, free_port, redis_pings, replica_acks, now_ms, sale_load_summary, items_read,
-# and on ZooKeeper (stack.env's ZK_CONNECT, ZK_DIR) zk_mode, zk_modes, zk_leader,
-# zk_item_state. A scenario on ZooKeeper (v11's, or atomic's there) has no Redis to read
+# wait_until, free_port, redis_pings, replica_acks, now_ms, mono_start, mono_now_ns,
+# sale_load_summary, items_read, and on ZooKeeper (stack.env's ZK_CONNECT, ZK_DIR) zk_mode,
+# zk_modes, zk_leader, zk_item_state. A scenario on ZooKeeper (v11's, or atomic's there) has no Redis to read
 # and no fault probe: it is judged from the HTTP answers, its history (check-history) and
 # the stock the service reads (--get-stock).
 
@@ -55,14 +55,8 @@ stack_read() {
     STACK_DIR=$1
 }
 
-# --- histories (build/sale-load --history: times on the load host's monotonic clock) ------
-# mono_offset_ns: realtime minus monotonic, in ns, on this host: date +%s%N minus it is the
-# load client's clock (CLOCK_MONOTONIC).
-mono_offset_ns() { python3 -c 'import time; print(time.time_ns() - time.monotonic_ns())'; }
-# mono_start: measures the offset for this scenario (MONO_OFFSET, this file's clock, which
-# mono_now_ns reads); mono_now_ns: the monotonic clock now, in ns.
-mono_start() { MONO_OFFSET=$(mono_offset_ns); }
-mono_now_ns() { echo $(( $(date +%s%N) - MONO_OFFSET )); }
+# --- histories (build/sale-load --history: times on the load host's monotonic clock, which
+# deploy/lib.sh's mono_now_ns reads) ---------------------------------------------------------
 
 # history_report FILE T_NS: prints "sales gap_ms gap_from_ms first_after_ms sold_twice"
 # from the history: the 200s, the longest time with no 200 answered (between the load's

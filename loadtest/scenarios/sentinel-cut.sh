@@ -36,7 +36,7 @@
 # twice or oversold.
 # Env: SENTINEL_CUT_STARTS (start-ups each way, default 5), SENTINEL_CUT_UNCUT_FAILOVER
 # (1, the default: phase 2 runs; 0: left out, as make test's short version does).
-# (now_ms, sale_load_summary: deploy/lib.sh's; mono_start, mono_now_ns, history_judge,
+# (now_ms, sale_load_summary, mono_start, mono_now_ns: deploy/lib.sh's; history_judge,
 # first_sale_after, history_answers: lib.sh's.)
 
 defaults_sentinel_cut="ttl=2000 wait=3000 stock=1000000 hosts=5"

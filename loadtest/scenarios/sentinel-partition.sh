@@ -33,8 +33,8 @@
 #                            only once both replicas acknowledged them (WAIT 2, sent after
 #                            the script on its connection); short of it, outcome_unknown
 #                            (503): no 200 on the minority side after the cut
-# (now_ms, sale_load_summary: deploy/lib.sh's; mono_now_ns, history_report, history_check,
-# history_answers: lib.sh's.)
+# (now_ms, sale_load_summary, mono_start, mono_now_ns: deploy/lib.sh's; history_report,
+# history_check, history_answers: lib.sh's.)
 
 defaults_sentinel_partition="ttl=2000 wait=3000 stock=1000000 hosts=5"
 defaults_sentinel_partition_min1=$defaults_sentinel_partition

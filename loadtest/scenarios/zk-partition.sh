@@ -22,8 +22,8 @@
 # first sale after the heal; answers by status.
 # Verdict: the flaw when an acknowledged sale was lost, a unit sold twice, the history
 # impossible, or A sold more than a session into the cut.
-# (now_ms, sale_load_summary: deploy/lib.sh's; mono_now_ns, history_report, history_check,
-# history_answers: lib.sh's.)
+# (now_ms, sale_load_summary, mono_start, mono_now_ns: deploy/lib.sh's; history_report,
+# history_check, history_answers: lib.sh's.)
 
 defaults_zk_partition="wait=3000 stock=1000000 hosts=3 zk_session=4000"
 
