@@ -218,25 +218,32 @@ static void ready_unlink(struct line *prev, struct line *l)
     l->ready = 0;
 }
 
-/* How many workers work on each server now (served): into count[SERVERS_COUNTED]. With
- * mu held. */
-static void count_workers(int *count)
+/* How many workers work on server s now (served). With mu held. */
+static int working_on(int s)
 {
     long long now = clock_now_ms();
+    int n = 0;
 
-    memset(count, 0, sizeof(int) * SERVERS_COUNTED);
     for (int i = 0; i < running; i++) {
         const struct line *l = served[i];
-        if (l && l->server >= 0 && (l->granted || now - l->picked_ms < PICK_MS))
-            count[l->server]++;
+        n += l && l->server == s && (l->granted || now - l->picked_ms < PICK_MS);
     }
+    return n;
 }
 
-/* 1 when l's server has its cap of workers (count: count_workers'): a worker that took l
- * would wait at the store's gate while another server's sales wait for a worker. */
-static int crowded(const struct line *l, const int *count)
+/* 1 when l's server has its cap of workers: a worker that took l would wait at the
+ * store's gate while another server's sales wait for a worker. full (NULL: none) keeps
+ * each server's answer for one walk of the ready list (0: not asked yet, 1: no, 2: yes);
+ * a line of no known server (one Redis) costs nothing. With mu held. */
+static int crowded(const struct line *l, signed char *full)
 {
-    return l->server >= 0 && count[l->server] >= per_server();
+    if (l->server < 0)
+        return 0;
+    if (full == NULL)
+        return working_on(l->server) >= per_server();
+    if (full[l->server] == 0)
+        full[l->server] = working_on(l->server) >= per_server() ? 2 : 1;
+    return full[l->server] == 2;
 }
 
 /* The line that has waited longest with sales and no worker, passing over the crowded
@@ -246,14 +253,13 @@ static int crowded(const struct line *l, const int *count)
 static struct line *next_line(void)
 {
     struct line *l = ready_head, *prev = NULL;
-    int count[SERVERS_COUNTED];
+    signed char full[SERVERS_COUNTED] = { 0 };
 
-    count_workers(count);
     while (l) {
         struct line *next = l->rnext;
         if (!l->head || l->busy) {
             ready_unlink(prev, l);
-        } else if (!crowded(l, count)) {
+        } else if (!crowded(l, full)) {
             ready_unlink(prev, l);
             return l;
         } else {
@@ -430,9 +436,7 @@ static void workers_submit(struct sale_job *j)
         line_waiting(l);
         mark_ready(l);
         pthread_cond_signal(&l->cv);   /* the worker serving l, lingering for more */
-        int count[SERVERS_COUNTED];
-        count_workers(count);
-        if (l->busy || crowded(l, count) || wake_worker() == 0) {   /* (crowded: next_line) */
+        if (l->busy || crowded(l, NULL) || wake_worker() == 0) {   /* (crowded: next_line) */
             pthread_mutex_unlock(&mu);
             return;
         }
