@@ -186,10 +186,22 @@ struct lock_client {
     atomic_llong stolen;          /* release found the lock gone or foreign while our lease
                                      still ran: someone else deleted it */
     atomic_llong notifications;   /* notify: release messages received */
-    atomic_llong abandoned;       /* locks given up on: a release (or a try) sent and never
-                                     answered, Redis gone; kept to be given back */
-    atomic_llong given_back;      /* of those, given back once a master answered (Redis
-                                     still had them in our name) */
+    atomic_llong abandoned;       /* locks handed over to be given back, each once: a try
+                                     or release sent and never answered (Redis gone), or an
+                                     answered release a lost write may bring back */
+    atomic_llong abandoned_unanswered;  /* of those, the tries and releases never answered */
+    /* What became of each abandoned lock, once: given back (Redis still had it in our
+     * name), found gone, its lease over before any master took a give-back, dropped over
+     * the bound (it runs out with its lease); or waiting for a master still (a gauge).
+     * abandoned = given_back + abandoned_gone + abandoned_expired + abandoned_dropped
+     * + abandoned_waiting, but for the moment between a count and the next. */
+    atomic_llong given_back;
+    atomic_llong abandoned_gone;
+    atomic_llong abandoned_expired;
+    atomic_llong abandoned_dropped;
+    atomic_llong abandoned_waiting;
+    atomic_llong given_back_again; /* given back again after a change (a failover, a
+                                     restart): Redis had one once more */
 };
 
 /* Finds a version by name or alias; NULL when there is none. */

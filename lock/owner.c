@@ -15,8 +15,11 @@
  *     a compare-and-delete on that owner, never another's lock) before the next try of
  *     any thread of this client, as soon as a master (the old one restarted, or a
  *     promoted replica) answers; and kept until its lease is surely over, to be given
- *     back again whenever the client connects anew (a second failover, a restart, can
- *     bring back a copy of the data that still has it).
+ *     back again whenever the client has seen a change since (a dropped connection, a
+ *     new master: a second failover, a restart, can bring back a copy of the data that
+ *     still has it) and, as long as it is one that was never answered, whenever the
+ *     client connected anew (a thread's first connection may be the first to reach a
+ *     restarted server).
  * And a release that was answered may still be lost: the master acknowledged it and died
  * before its replica had it, and the promoted replica holds the lock in our name for the
  * rest of its lease (every other thread and instance waiting, as a stall). So the client
@@ -34,6 +37,14 @@
  * another holder's); that lock runs out with its lease, as before. Stores whose release
  * does not compare the owner atomically (v3, v4: a plain DEL; v5: GET, then DEL) keep
  * nothing. A client is destroyed only when no thread holds a grant of it.
+ *
+ * The two kinds are kept apart, and the unanswered ones go back first: Redis most likely
+ * holds a lock whose try or release was never answered, and seldom one whose release was
+ * answered. One bound for both let the answered releases of a crash (up to 256 at each
+ * change) push out the one lock Redis did hold, which then stalled every sale for the
+ * rest of its lease (28 s of 30 after a crash). Each abandoned lock is counted once when
+ * handed over, and once more by what became of it: given back (Redis held it), found
+ * gone, its lease over before any master answered, or dropped over the bound.
  */
 #include "lock/internal.h"
 
@@ -42,8 +53,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PENDING_MAX = 8, ABANDONED_MAX = 256, RECENT_SHARDS = 16, RECENT_MAX = 16,
-       OWN_RECENT_MAX = 8 };
+enum { PENDING_MAX = 8, UNANSWERED_MAX = 4096, ANSWERED_MAX = 1024, RECENT_SHARDS = 16,
+       RECENT_MAX = 16, OWN_RECENT_MAX = 8 };
 
 /* A lock Redis may still hold in our name: enough of its grant for the store's release. */
 struct lock_abandoned {
@@ -51,18 +62,35 @@ struct lock_abandoned {
     struct lock_grant g;          /* item, key and owner */
     long long until_ms;           /* monotonic: its lease is over by then, whatever happened */
     long long changes;            /* rd_client_changes() when its release was answered */
-    long long given_at;           /* rd_client_opens() when it was last given back; -1: not
+    long long given_at;           /* rd_client_changes() when it was last given back; -1: not
                                      yet. Until until_ms it is given back again whenever the
-                                     client has reconnected since: a failover, or a restart,
-                                     may bring back a copy that still has it */
+                                     client has seen a change since (a failover, or a
+                                     restart, may bring back a copy that still has it), and
+                                     an unanswered one also whenever it connected anew */
+    long long given_opens;        /* rd_client_opens() then */
+    int answered;                 /* 1: an answered release (seldom still held); 0: a try or
+                                     release never answered */
+    int held;                     /* a give-back let a hold of it go (one cut short counts) */
     struct lock_abandoned *next;
+};
+
+/* Abandoned locks, oldest first. */
+struct kept {
+    struct lock_abandoned *head, *tail;
+    int n;
 };
 
 /* The client's abandoned locks, and its last answered releases. */
 struct owners {
-    pthread_mutex_t mu;           /* guards list */
-    struct lock_abandoned *list;
-    atomic_int count;             /* read without the mutex: is there anything to do */
+    pthread_mutex_t mu;           /* guards unanswered and answered */
+    struct kept unanswered;       /* tries and releases sent and never answered */
+    struct kept answered;         /* answered releases a lost write may bring back */
+    atomic_int count;             /* both lists' length, read without the mutex */
+    atomic_int unanswered_n;      /* unanswered's length when last kept or walked */
+    atomic_int fresh;             /* 1: one was kept since the last walk took the lists */
+    atomic_llong walked;          /* rd_client_changes() when a walk last gave every one back */
+    atomic_llong walked_opens;    /* rd_client_opens() then */
+    pthread_mutex_t giving;       /* held by the one thread that walks the lists */
     /* The last answered releases, in shards (a thread writes to the shard of its
      * number: the threads do not queue on one mutex at every release), a ring each. */
     struct recent_shard {
@@ -74,6 +102,8 @@ struct owners {
 };
 
 static void owner_keep(struct lock_abandoned *a);
+static void outcome(struct lock_abandoned *a, atomic_llong *what);
+static struct lock_abandoned *abandoned_new(struct lock_client *lc, const struct lock_abandoned *a);
 
 /* The calling thread: its number (0: take one at the next grant), its grant g (live
  * while it holds one; a new g at its next grant once retired), its grants not
@@ -102,7 +132,7 @@ static void use_client(const struct lock_client *lc)
     if (self.lc == lc)
         return;
     for (int i = 0; i < self.pending; i++)
-        free(self.pend[i]);
+        free(self.pend[i]);   /* uncounted: the client they count in may be gone */
     self.lc = lc;
     self.number = 0;   /* another client's ring may keep releases under the old ids */
     self.grant_live = 0;
@@ -117,6 +147,8 @@ int lock_owner_init(struct lock_client *lc, struct error *err)
     if (o == NULL)
         return error_set(err, FAULT_NOMEM, "out of memory");
     pthread_mutex_init(&o->mu, NULL);
+    pthread_mutex_init(&o->giving, NULL);
+    atomic_init(&o->walked, -1);
     for (int i = 0; i < RECENT_SHARDS; i++)
         pthread_mutex_init(&o->recent[i].mu, NULL);
     atomic_init(&o->changes_seen, lc->redis ? rd_client_changes(lc->redis) : 0);
@@ -130,12 +162,14 @@ void lock_owner_destroy(struct lock_client *lc)
 
     if (o == NULL)
         return;
-    while (o->list) {
-        struct lock_abandoned *next = o->list->next;
-        free(o->list);
-        o->list = next;
-    }
+    for (struct kept *k = &o->unanswered; k; k = k == &o->unanswered ? &o->answered : NULL)
+        while (k->head) {
+            struct lock_abandoned *next = k->head->next;
+            free(k->head);
+            k->head = next;
+        }
     pthread_mutex_destroy(&o->mu);
+    pthread_mutex_destroy(&o->giving);
     for (int i = 0; i < RECENT_SHARDS; i++)
         pthread_mutex_destroy(&o->recent[i].mu);
     free(o);
@@ -166,8 +200,7 @@ static void recent_suspect(struct lock_client *lc)
         pthread_mutex_lock(&sh->mu);
         for (int i = 0; i < sh->n; i++) {
             struct lock_abandoned *r = &sh->ring[i];
-            if (r->until_ms > now && r->changes < changes && (a = malloc(sizeof(*a))) != NULL) {
-                *a = *r;
+            if (r->until_ms > now && r->changes < changes && (a = abandoned_new(lc, r)) != NULL) {
                 a->next = suspect;
                 suspect = a;
                 r->until_ms = 0;   /* handed over: nothing left to do here */
@@ -178,7 +211,6 @@ static void recent_suspect(struct lock_client *lc)
     for (struct lock_abandoned *next; suspect; suspect = next) {
         next = suspect->next;
         owner_keep(suspect);
-        atomic_fetch_add(&lc->abandoned, 1);
     }
 }
 
@@ -198,8 +230,8 @@ static void recent_publish(struct lock_client *lc)
     seen = atomic_load(&o->changes_seen);
     pthread_mutex_lock(&sh->mu);
     for (int i = 0; i < self.recent_n; i++) {
-        if (self.recent[i].changes < seen && (a = malloc(sizeof(*a))) != NULL) {
-            *a = self.recent[i];   /* a scan already passed: handed over now */
+        if (self.recent[i].changes < seen && (a = abandoned_new(lc, &self.recent[i])) != NULL) {
+            /* a scan already passed: handed over now */
             a->next = late;
             late = a;
             continue;
@@ -214,7 +246,6 @@ static void recent_publish(struct lock_client *lc)
     for (struct lock_abandoned *next; late; late = next) {
         next = late->next;
         owner_keep(late);
-        atomic_fetch_add(&lc->abandoned, 1);
     }
 }
 
@@ -233,38 +264,100 @@ void lock_owner_id(struct lock_client *lc, char *owner, size_t size)
     snprintf(owner, size, "%s:%ld.%ld", lc->cfg.instance_id, self.number, self.grant);
 }
 
-/* Keeps a (taken) to be given back later. */
+/* a's end is counted in what (given back, found gone, expired, dropped), once: nothing
+ * when a give-back reached a master already. */
+static void outcome(struct lock_abandoned *a, atomic_llong *what)
+{
+    if (a->given_at >= 0)
+        return;
+    atomic_fetch_add(what, 1);
+    atomic_fetch_sub(&a->lc->abandoned_waiting, 1);
+}
+
+/* A copy of a on the heap (NULL when memory ran out), handed over as abandoned: counted
+ * once, here. */
+static struct lock_abandoned *abandoned_new(struct lock_client *lc, const struct lock_abandoned *a)
+{
+    struct lock_abandoned *c = malloc(sizeof(*c));
+
+    atomic_fetch_add(&lc->abandoned, 1);
+    if (!a->answered)
+        atomic_fetch_add(&lc->abandoned_unanswered, 1);
+    if (c == NULL) {
+        atomic_fetch_add(&lc->abandoned_dropped, 1);
+        return NULL;
+    }
+    *c = *a;
+    c->given_at = -1;
+    c->next = NULL;
+    atomic_fetch_add(&lc->abandoned_waiting, 1);
+    return c;
+}
+
+static void kept_push(struct kept *k, struct lock_abandoned *a)
+{
+    a->next = NULL;
+    if (k->tail)
+        k->tail->next = a;
+    else
+        k->head = a;
+    k->tail = a;
+    k->n++;
+}
+
+static struct lock_abandoned *kept_pop(struct kept *k)
+{
+    struct lock_abandoned *a = k->head;
+
+    if (a) {
+        k->head = a->next;
+        if (k->head == NULL)
+            k->tail = NULL;
+        k->n--;
+    }
+    return a;
+}
+
+/* front, then k, into k (front is older). */
+static void kept_prepend(struct kept *k, struct kept *front)
+{
+    if (front->head == NULL)
+        return;
+    front->tail->next = k->head;
+    if (k->tail == NULL)
+        k->tail = front->tail;
+    k->head = front->head;
+    k->n += front->n;
+    *front = (struct kept){ 0 };
+}
+
+/* Over the bound, the oldest go first (their leases end first): each runs out with its
+ * lease, counted as dropped. With o->mu held. */
+static void kept_trim(struct owners *o, struct kept *k, int most)
+{
+    struct lock_abandoned *a;
+
+    while (k->n > most && (a = kept_pop(k)) != NULL) {
+        outcome(a, &a->lc->abandoned_dropped);
+        free(a);
+        atomic_fetch_sub(&o->count, 1);
+    }
+}
+
+/* Keeps a (taken) to be given back before the next try: in its kind's list, whose bound
+ * it may push the oldest out of. */
 static void owner_keep(struct lock_abandoned *a)
 {
     struct owners *o = a->lc->owner_state;
-    int kept = 0;
+    struct kept *k = a->answered ? &o->answered : &o->unanswered;
 
     pthread_mutex_lock(&o->mu);
-    if (atomic_load(&o->count) < ABANDONED_MAX) {
-        a->next = o->list;
-        o->list = a;
-        atomic_fetch_add(&o->count, 1);
-        kept = 1;
-    }
+    kept_push(k, a);
+    atomic_fetch_add(&o->count, 1);
+    atomic_store(&o->fresh, 1);
+    kept_trim(o, k, a->answered ? ANSWERED_MAX : UNANSWERED_MAX);
+    atomic_store(&o->unanswered_n, o->unanswered.n);
     pthread_mutex_unlock(&o->mu);
-    if (!kept)
-        free(a);   /* too many: this one runs out with its lease */
-}
-
-/* All the client's abandoned locks (the caller owns them now), or NULL: cheap when none. */
-static struct lock_abandoned *owner_take(struct lock_client *lc)
-{
-    struct owners *o = lc->owner_state;
-    struct lock_abandoned *list;
-
-    if (o == NULL || atomic_load(&o->count) == 0)
-        return NULL;
-    pthread_mutex_lock(&o->mu);
-    list = o->list;
-    o->list = NULL;
-    atomic_store(&o->count, 0);
-    pthread_mutex_unlock(&o->mu);
-    return list;
 }
 
 /* The thread holds nothing under its id any more: its id is retired (its next grant
@@ -306,6 +399,7 @@ void lock_owner_released(struct lock_client *lc, const struct lock_grant *g, int
         self.holds--;
     if (answered && lc->redis && lc->ops->checks_owner && self.recent_n < OWN_RECENT_MAX) {
         abandoned_set(&self.recent[self.recent_n], lc, g);
+        self.recent[self.recent_n].answered = 1;
         /* Stamped when its id was taken, before anything was sent: a change counted
          * while its release was on its way is after the stamp, never lost. */
         self.recent[self.recent_n++].changes = self.grant_changes;
@@ -338,78 +432,146 @@ void lock_owner_failed(struct lock_client *lc, const struct lock_grant *g, enum 
                        int releasing)
 {
     int held = left_held(fault, releasing);
-    struct lock_abandoned *a;
+    struct lock_abandoned one, *a;
 
     if (!lc->ops->checks_owner || held == 0)
         return;
     use_client(lc);
-    if (held > 0 && self.pending < PENDING_MAX && (a = malloc(sizeof(*a))) != NULL) {
-        abandoned_set(a, lc, g);
-        self.pend[self.pending++] = a;
-        atomic_fetch_add(&lc->abandoned, 1);
+    if (held > 0) {
+        abandoned_set(&one, lc, g);
+        if (self.pending == PENDING_MAX) {   /* nested past the bound: one more dropped */
+            outcome(self.pend[0], &lc->abandoned_dropped);
+            free(self.pend[0]);
+            memmove(&self.pend[0], &self.pend[1], (PENDING_MAX - 1) * sizeof(self.pend[0]));
+            self.pending--;
+        }
+        if ((a = abandoned_new(lc, &one)) != NULL)
+            self.pend[self.pending++] = a;
     }
     settle(lc);
 }
 
-/* Gives a back: the store's release under its owner, again while it gives
- * back a hold (a nested grant left two), the waiters told as by any release (other
- * processes by the notice; ours here, since we do not hear our own). The store's last
- * status: LOCK_ERROR when Redis could not take it. */
-static int give_back_one(struct lock_client *lc, struct lock_abandoned *a, struct error *err,
-                         int *given)
+/* What a give-back found. */
+enum give { GIVE_HELD, GIVE_GONE, GIVE_FAILED };
+
+/* Gives a back: the store's release under its owner, again while it gives back a hold (a
+ * nested grant left two); when Redis held it, the waiters are told as by any release
+ * (other processes by the notice, sent only then; ours here, since we do not hear our
+ * own). GIVE_FAILED, err filled, when Redis could not take it. */
+static enum give give_back_one(struct lock_client *lc, struct lock_abandoned *a,
+                               struct error *err)
 {
     enum { HOLDS_MAX = 64 };
-    int st = LOCK_OK, rounds = 0;
+    struct rd_batch notice = { 0 };
+    struct lock_trip trip = { 0 }, alone = { .after = &notice };
+    struct error ignored = { 0 };
+    int st = LOCK_OK;
 
-    while (st == LOCK_OK && rounds++ < HOLDS_MAX) {
-        struct rd_batch notice = { 0 };
-        struct lock_trip trip = { .after = &notice };
-        notify_releasing(lc, &a->g, &notice);
-        st = lc->ops->release(lc, &a->g, &trip, err);
-        rd_batch_reset(&notice);
-    }
-    if (rounds > 1) {
-        atomic_fetch_add(&lc->given_back, 1);
-        (*given)++;
-        notify_given_back(lc, a->g.key);
-    }
-    return st;
+    for (int i = 0; i < HOLDS_MAX && st == LOCK_OK; i++)
+        if ((st = lc->ops->release(lc, &a->g, &trip, err)) == LOCK_OK)
+            a->held = 1;
+    if (st == LOCK_ERROR)
+        return GIVE_FAILED;
+    if (!a->held)
+        return GIVE_GONE;
+    notify_releasing(lc, &a->g, &notice);
+    lock_trip_send(lc, &alone, &ignored);
+    rd_batch_reset(&notice);
+    notify_given_back(lc, a->g.key);
+    return GIVE_HELD;
 }
 
-/* The client's abandoned locks go back before a try. One is kept until its lease is over
- * in any case, and given back again whenever the client has connected anew since (a
- * second failover, or a restart, may bring back a copy of the data that still has it);
- * when Redis cannot take it yet, it and the rest wait for the next try. Returns how many
- * Redis still held (and now let go). */
+/* One abandoned lock at a walk with the client's changes and opens at that: freed when
+ * its lease is over, given back when it was not since the last change (an unanswered one:
+ * nor since the last new connection). Returns what the give-back
+ * found (GIVE_GONE when none was due); *kept: a is still the caller's. */
+static enum give walk_one(struct lock_client *lc, struct lock_abandoned *a, long long changes,
+                          long long opens, struct error *err, int *kept)
+{
+    enum give r;
+
+    *kept = 0;
+    if (clock_now_ms() >= a->until_ms) {
+        outcome(a, &lc->abandoned_expired);   /* its lease is over, wherever it was */
+        free(a);
+        return GIVE_GONE;
+    }
+    *kept = 1;
+    if (a->given_at == changes && (a->answered || a->given_opens == opens))
+        return GIVE_GONE;                     /* given back on the servers of now */
+    r = give_back_one(lc, a, err);
+    if (r == GIVE_FAILED)
+        return r;
+    if (a->given_at >= 0) {
+        if (r == GIVE_HELD)
+            atomic_fetch_add(&lc->given_back_again, 1);
+    } else {
+        outcome(a, r == GIVE_HELD ? &lc->given_back : &lc->abandoned_gone);
+    }
+    a->given_at = changes;
+    a->given_opens = opens;
+    a->held = 0;
+    return r;
+}
+
+/* The client's abandoned locks go back before a try, the unanswered ones first, by the one
+ * thread that takes the walk (another finds it taken and goes on to its try). Each is kept
+ * until its lease is over in any case, and given back again whenever the client has seen a
+ * change since (a second failover, or a restart, may bring back a copy of the data that
+ * still has it); when Redis cannot take one yet, it and the rest wait for the next try.
+ * Returns how many Redis still held (and now let go); cheap when there is nothing to do. */
 int lock_owner_give_back(struct lock_client *lc)
 {
-    struct lock_abandoned *a = owner_take(lc), *next;
-    int given = 0;
+    struct owners *o = lc->owner_state;
+    struct kept todo[2], left[2] = { { 0 }, { 0 } };
+    long long changes, opens;
+    int given = 0, failed = 0, io = 0, kept;
 
-    for (; a; a = next) {
-        struct error err = { 0 };
-        next = a->next;
-        if (clock_now_ms() >= a->until_ms) {
-            free(a);                          /* its lease is over, wherever it was */
-            continue;
-        }
-        if (a->given_at == rd_client_opens(lc->redis)) {
-            owner_keep(a);               /* given back on these very connections */
-            continue;
-        }
-        if (give_back_one(lc, a, &err, &given) != LOCK_ERROR) {
-            a->given_at = rd_client_opens(lc->redis);
-            owner_keep(a);
-            continue;
-        }
-        owner_keep(a);
-        if (fault_is_io(err.fault)) {   /* no master yet: the rest wait too */
-            for (a = next; a; a = next) {
-                next = a->next;
-                owner_keep(a);
+    if (o == NULL || atomic_load(&o->count) == 0)
+        return 0;
+    /* Read before anything is sent: a change while the walk runs makes another. */
+    changes = rd_client_changes(lc->redis);
+    opens = rd_client_opens(lc->redis);
+    if (!atomic_load(&o->fresh) && atomic_load(&o->walked) == changes &&
+        (atomic_load(&o->walked_opens) == opens || atomic_load(&o->unanswered_n) == 0))
+        return 0;
+    if (pthread_mutex_trylock(&o->giving) != 0)
+        return 0;
+    pthread_mutex_lock(&o->mu);
+    todo[0] = o->unanswered, todo[1] = o->answered;
+    o->unanswered = o->answered = (struct kept){ 0 };
+    atomic_store(&o->fresh, 0);
+    pthread_mutex_unlock(&o->mu);
+    for (int k = 0; k < 2; k++) {
+        for (struct lock_abandoned *a; (a = kept_pop(&todo[k])) != NULL;) {
+            struct error err = { 0 };
+            enum give r;
+            if (io) {                     /* no master yet: the rest wait too */
+                kept_push(&left[k], a);
+                continue;
             }
-            break;
+            r = walk_one(lc, a, changes, opens, &err, &kept);
+            if (!kept) {
+                atomic_fetch_sub(&o->count, 1);
+                continue;
+            }
+            kept_push(&left[k], a);
+            given += r == GIVE_HELD;
+            if (r == GIVE_FAILED) {
+                failed = 1;
+                io = fault_is_io(err.fault);
+            }
         }
     }
+    pthread_mutex_lock(&o->mu);
+    kept_prepend(&o->unanswered, &left[0]);
+    kept_prepend(&o->answered, &left[1]);
+    kept_trim(o, &o->unanswered, UNANSWERED_MAX);
+    kept_trim(o, &o->answered, ANSWERED_MAX);
+    atomic_store(&o->unanswered_n, o->unanswered.n);
+    pthread_mutex_unlock(&o->mu);
+    atomic_store(&o->walked_opens, opens);
+    atomic_store(&o->walked, failed ? -1 : changes);   /* one failed: the next try walks */
+    pthread_mutex_unlock(&o->giving);
     return given;
 }

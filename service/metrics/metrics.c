@@ -141,10 +141,28 @@ static void render_lock(FILE *f)
     LOCK_COUNTER("inventory_lock_stolen_total",
                  "Locks found deleted by another client while our lease ran.", stolen);
     LOCK_COUNTER("inventory_lock_abandoned_total",
-                 "Locks given up on without an answer (a release or a try sent, Redis gone), and answered releases a failover may have lost.",
+                 "Locks handed over to be given back, each once: a try or release never answered (Redis gone), or an answered release a failover may have lost.",
                  abandoned);
+    LOCK_COUNTER("inventory_lock_abandoned_unanswered_total",
+                 "Of the abandoned locks, tries and releases sent and never answered.",
+                 abandoned_unanswered);
     LOCK_COUNTER("inventory_lock_given_back_total",
-                 "Abandoned locks given back by owner once a master answered.", given_back);
+                 "Abandoned locks given back by owner once a master answered, Redis still holding them (each once).",
+                 given_back);
+    LOCK_COUNTER("inventory_lock_abandoned_gone_total",
+                 "Abandoned locks Redis no longer held when first given back.", abandoned_gone);
+    LOCK_COUNTER("inventory_lock_abandoned_expired_total",
+                 "Abandoned locks whose lease ran out before a master took their give-back.",
+                 abandoned_expired);
+    LOCK_COUNTER("inventory_lock_abandoned_dropped_total",
+                 "Abandoned locks over the bound kept, left to run out with their lease.",
+                 abandoned_dropped);
+    fprintf(f, "# HELP inventory_lock_abandoned_waiting Abandoned locks not yet given back.\n"
+               "# TYPE inventory_lock_abandoned_waiting gauge\ninventory_lock_abandoned_waiting %lld\n",
+            svc_lock ? (long long)atomic_load(&svc_lock->abandoned_waiting) : 0);
+    LOCK_COUNTER("inventory_lock_given_back_again_total",
+                 "Abandoned locks given back again after a failover or restart brought them back.",
+                 given_back_again);
     LOCK_COUNTER("inventory_lock_notifications_total", "Release messages received (wait notify).",
                  notifications);
 #undef LOCK_COUNTER
