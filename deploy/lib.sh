@@ -135,6 +135,15 @@ is_ours() {
     done
 }
 
+# pid_gone PID: no process PID runs: none, or a zombie (its command line empties before
+# that, while it exits: is_ours is false then, but it still holds its ports and files).
+pid_gone() {
+    local stat
+    IFS= read -r stat 2>/dev/null < "/proc/$1/stat" || return 0
+    stat=${stat##*) }
+    case ${stat%% *} in Z|X) return 0 ;; *) return 1 ;; esac
+}
+
 # wait_until SECONDS PID COMMAND...: polls COMMAND every 20 ms until it succeeds; fails
 # when SECONDS (whole or decimal) pass or the process PID (if not empty) has exited.
 wait_until() {

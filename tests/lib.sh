@@ -92,13 +92,9 @@ cluster_up() {
 # instances, nginx), sorted: taken before a run and after, what a run left is the difference.
 on_hosts() { pgrep -f 'redis-server 198\.18\.|inventory-service .*--bind 198\.18\.|nginx: master' | sort; }
 
-# running PID: the process exists and is not a zombie (builtins only: it runs often).
-running() {
-    local stat
-    IFS= read -r stat 2>/dev/null < "/proc/$1/stat" || return 1
-    stat=${stat##*) }
-    [ "${stat%% *}" != Z ]
-}
+# running PID: the process exists and is not a zombie (deploy/lib.sh's pid_gone: builtins
+# only, it runs often).
+running() { ! pid_gone "$1"; }
 
 # none_running PID...: none of the PIDs runs (a zombie has ended).
 none_running() { local p; for p in "$@"; do running "$p" && return 1; done; return 0; }
