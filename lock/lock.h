@@ -194,7 +194,9 @@ struct lock_client {
      * name), found gone, its lease over before any master took a give-back, dropped over
      * the bound (it runs out with its lease); or waiting for a master still (a gauge).
      * abandoned = given_back + abandoned_gone + abandoned_expired + abandoned_dropped
-     * + abandoned_waiting, but for the moment between a count and the next. */
+     * + abandoned_waiting, but for the moment between a count and the next (and for a
+     * thread that turns from one client to another with some of the first's still in
+     * hand: those are dropped uncounted, and stay waiting). */
     atomic_llong given_back;
     atomic_llong abandoned_gone;
     atomic_llong abandoned_expired;

@@ -122,6 +122,9 @@ static _Thread_local struct {
      * they join the client's ring when it holds nothing (and its id is retired). */
     struct lock_abandoned recent[OWN_RECENT_MAX];
     int recent_n;
+    int giving;                   /* 1 while it gives an abandoned lock back: a release that
+                                     fails then is that lock's, kept already (its own grant,
+                                     named for the try to come, stays live) */
 } self;
 
 /* The calling thread's counts, for lc: a thread that turns to another client (tests do)
@@ -331,12 +334,26 @@ static void kept_prepend(struct kept *k, struct kept *front)
     *front = (struct kept){ 0 };
 }
 
-/* Over the bound, the oldest go first (their leases end first): each runs out with its
- * lease, counted as dropped. With o->mu held. */
+/* Over the bound, first those given back already (kept only in case a failover brings
+ * them back), then the oldest: each runs out with its lease (counted as dropped when it
+ * was never given back). With o->mu held. */
 static void kept_trim(struct owners *o, struct kept *k, int most)
 {
-    struct lock_abandoned *a;
+    struct lock_abandoned *a, **at = &k->head, *prev = NULL;
 
+    while (k->n > most && *at != NULL) {
+        a = *at;
+        if (a->given_at < 0) {
+            prev = a, at = &a->next;
+            continue;
+        }
+        *at = a->next;
+        if (k->tail == a)
+            k->tail = prev;
+        k->n--;
+        free(a);
+        atomic_fetch_sub(&o->count, 1);
+    }
     while (k->n > most && (a = kept_pop(k)) != NULL) {
         outcome(a, &a->lc->abandoned_dropped);
         free(a);
@@ -434,7 +451,7 @@ void lock_owner_failed(struct lock_client *lc, const struct lock_grant *g, enum 
     int held = left_held(fault, releasing);
     struct lock_abandoned one, *a;
 
-    if (!lc->ops->checks_owner || held == 0)
+    if (!lc->ops->checks_owner || held == 0 || self.giving)
         return;
     use_client(lc);
     if (held > 0) {
@@ -499,7 +516,9 @@ static enum give walk_one(struct lock_client *lc, struct lock_abandoned *a, long
     *kept = 1;
     if (a->given_at == changes && (a->answered || a->given_opens == opens))
         return GIVE_GONE;                     /* given back on the servers of now */
+    self.giving = 1;
     r = give_back_one(lc, a, err);
+    self.giving = 0;
     if (r == GIVE_FAILED)
         return r;
     if (a->given_at >= 0) {
@@ -518,8 +537,9 @@ static enum give walk_one(struct lock_client *lc, struct lock_abandoned *a, long
  * thread that takes the walk (another finds it taken and goes on to its try). Each is kept
  * until its lease is over in any case, and given back again whenever the client has seen a
  * change since (a second failover, or a restart, may bring back a copy of the data that
- * still has it); when Redis cannot take one yet, it and the rest wait for the next try.
- * Returns how many Redis still held (and now let go); cheap when there is nothing to do. */
+ * still has it). One that Redis refuses waits for the next try; when no master answers
+ * (or, for redlock, too few), the rest wait with it. Returns how many Redis still held (and
+ * now let go); cheap when there is nothing to do. */
 int lock_owner_give_back(struct lock_client *lc)
 {
     struct owners *o = lc->owner_state;
@@ -537,6 +557,8 @@ int lock_owner_give_back(struct lock_client *lc)
         return 0;
     if (pthread_mutex_trylock(&o->giving) != 0)
         return 0;
+    changes = rd_client_changes(lc->redis);   /* again: another walk may have ended since */
+    opens = rd_client_opens(lc->redis);
     pthread_mutex_lock(&o->mu);
     todo[0] = o->unanswered, todo[1] = o->answered;
     o->unanswered = o->answered = (struct kept){ 0 };
@@ -559,7 +581,7 @@ int lock_owner_give_back(struct lock_client *lc)
             given += r == GIVE_HELD;
             if (r == GIVE_FAILED) {
                 failed = 1;
-                io = fault_is_io(err.fault);
+                io = fault_is_io(err.fault) || err.fault == FAULT_QUORUM;
             }
         }
     }
