@@ -10,6 +10,8 @@
 long long clock_now_ms(void);
 /* Monotonic microseconds. */
 long long clock_now_us(void);
+/* Wall-clock microseconds since the epoch (what a person or another host can compare). */
+long long clock_wall_us(void);
 /* Sleeps ms milliseconds (restarted after signals). */
 void clock_sleep_ms(long ms);
 /* The wall-clock time ms from now, for the pthread calls that take only that

@@ -20,17 +20,22 @@ def lane: "\(.instance)/\(.th)";
 def window_ms: 2000;
 def before_ms: 400;
 
-# Critical sections, from a grant to its release being sent: {lane, s, e} (µs).
+# Critical sections, from a grant to its release being sent: {lane, s, e} (µs). A section
+# whose leave is missing (an instance drops events when its buffer is full: a busy
+# machine) ends at its last event known to be inside it (its grant, or its sale), never
+# at the lane's next grant: that would invent two holders.
 def sections:
   reduce .[] as $e ({open: {}, out: []};
     ($e | lane) as $l
     | if $e.ev == "acquired" then
-        (if .open[$l] then .out += [.open[$l] + {e: $e.t}] else . end)
-        | .open[$l] = {lane: $l, s: $e.t, until: ($e.t + ($e.lease_ms // 0) * 1000)}
+        (if .open[$l] then .out += [.open[$l] + {e: .open[$l].last}] else . end)
+        | .open[$l] = {lane: $l, s: $e.t, last: $e.t, until: ($e.t + ($e.lease_ms // 0) * 1000)}
+      elif $e.ev == "sale" and .open[$l] then
+        .open[$l].last = $e.t
       elif $e.ev == "leave" and .open[$l] then
         .out += [.open[$l] + {e: $e.t}] | del(.open[$l])
       else . end)
-  | .out | sort_by(.s);
+  | .out | map(del(.last)) | sort_by(.s);
 
 # The first start of a section while one of another lane is still open (µs), or null.
 # One pass: the two lanes whose sections end last (ends only grow), a and b, a != b.

@@ -225,8 +225,11 @@ static int grant_confirm(struct lock_client *lc, struct lock_grant *g, struct rd
     struct lock_trip alone = { .after = read };
     int st = LOCK_OK;
 
-    if (!lc->ops->remote)
+    if (!lc->ops->remote) {
+        if (lc->ops->in_process)
+            g->held_from_us = clock_wall_us();
         st = lock_trip_send(lc, &alone, err);   /* no command to ride with */
+    }
     if (st == LOCK_OK && g->depth == 1 && lc->cfg.replicas > 0)
         st = replicated(lc, err);
     if (st != LOCK_OK) {
@@ -299,6 +302,8 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *
     if (!lc->ops->remote) {
         st = lock_trip_send(lc, &ahead, err);
         writes = NULL;
+        if (lc->ops->in_process)
+            g->held_to_us = clock_wall_us();
     }
     released = give_back(lc, g, writes, pause, &why);
     if (st == LOCK_OK && (st = released) == LOCK_ERROR && err)

@@ -97,6 +97,10 @@ struct lock_grant {
     long long valid_until_ms;     /* monotonic end of the lease; 0 when it never expires */
     long long waited_ms;          /* how long acquire waited */
     long long retry_in_ms;        /* a refused try: the holder's lease left, when known */
+    /* A lock in the process (ops->in_process: v1, v2): wall-clock µs of its grant (before
+     * the read) and of its last write (just before it is given back), the critical
+     * section whole; 0 for the others, whose hold is known here only from the replies. */
+    long long held_from_us, held_to_us;
     int depth;                    /* hold count after this acquire (reentrant versions) */
     void *priv;                   /* the version's own per-grant state (v1: its mutex) */
 };
@@ -130,7 +134,10 @@ struct lock_ops {
     const char *title;    /* the technique, one line */
     const char *flaw;     /* its known flaw, one line */
     /* The store. */
-    int remote;           /* 1: the lock lives in Redis; 0: in this process */
+    int remote;           /* 1: the lock lives in Redis; 0: elsewhere (no command of the
+                             data Redis to ride with) */
+    int in_process;       /* 1: the lock lives in this process (a mutex; none): its grant
+                             and its release are known here to the microsecond */
     int (*init)(struct lock_client *lc, struct error *err);     /* optional */
     void (*destroy)(struct lock_client *lc);                          /* optional */
     /* One try, with trip->after riding after it: LOCK_OK (g->depth, g->valid_until_ms

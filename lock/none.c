@@ -24,6 +24,7 @@ const struct lock_ops lock_none = {
     .title = "no lock",
     .flaw = "every concurrent sale races: oversell",
     .remote = 0,
+    .in_process = 1,
     .try_acquire = none_try_acquire,
     .release = none_release,
     .wait = LOCK_WAIT_LOCAL,

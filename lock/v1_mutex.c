@@ -8,6 +8,7 @@ const struct lock_ops lock_v1 = {
     .title = "pthread mutex in the process",
     .flaw = "none while there is one instance",
     .remote = 0,
+    .in_process = 1,
     .init = lock_mutex_init,
     .destroy = lock_mutex_destroy,
     .try_acquire = lock_mutex_try_acquire,

@@ -8,6 +8,7 @@ const struct lock_ops lock_v2 = {
     .title = "pthread mutex, two instances behind nginx",
     .flaw = "each process has its own mutex: oversell",
     .remote = 0,
+    .in_process = 1,
     .init = lock_mutex_init,
     .destroy = lock_mutex_destroy,
     .try_acquire = lock_mutex_try_acquire,

@@ -94,6 +94,21 @@ echo '{"rows": 3}' > "$T_TMP/shape.json"
 check "rows not an array: non-zero exit" test "$rc" -ne 0
 check "rows not an array: says so" grep -q "invalid input" "$T_TMP/shape.err"
 
+# --- loadtest/moment.jq on events: two holders found only where two sections overlap ---
+# ev T LANE WHAT: one event as an instance publishes it (t in µs, th its lane).
+ev() { printf '{"t":%s,"ev":"%s","th":%s,"instance":"i"}\n' "$1" "$3" "$2"; }
+{ ev 1000 1 acquired; ev 1010 1 sale; ev 2000 2 acquired; ev 2010 2 sale; ev 2020 2 leave
+  ev 3000 1 leave; } > "$T_TMP/ev-overlap.jsonl"
+check_eq "moment.jq: a section that began inside another: an overlap, at the second grant" \
+    "overlap 1" "$(jq -s -c -f loadtest/moment.jq "$T_TMP/ev-overlap.jsonl" |
+                   jq -r '"\(.kind) \([.lanes[].bars[][2]] | map(select(.)) | length > 1 | if . then 1 else 0 end)"')"
+# Lane 1's leave (and its release) dropped, as a busy instance drops events: its section
+# ends at its sale, not at its next grant; lane 2's section, after it, overlaps nothing.
+{ ev 1000 1 acquired; ev 1010 1 sale; ev 2000 2 acquired; ev 2010 2 sale; ev 2020 2 leave
+  ev 5000 1 acquired; ev 5010 1 sale; ev 5020 1 leave; } > "$T_TMP/ev-dropped.jsonl"
+check_eq "moment.jq: a section whose leave was dropped invents no second holder" \
+    null "$(jq -s -c -f loadtest/moment.jq "$T_TMP/ev-dropped.jsonl")"
+
 # --- Missing fields and empty arrays: a page that says "no data" ---
 echo '{"rows": []}' > "$T_TMP/empty.json"
 "$REPORT" "$T_TMP/empty.json" "$T_TMP/empty.html"; rc=$?

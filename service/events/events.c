@@ -99,14 +99,6 @@ static int wanted(const char *item)
     return 1;
 }
 
-/* Wall-clock microseconds, the events' "t". */
-static long long now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* The thread's lane, from an owner id "<instance id>:<thread number>.<grant>": the
  * number. */
@@ -159,16 +151,16 @@ static const char *plain(const char *name)
     return name;
 }
 
-/* One event of g's item: {"t":..,"ev":what,"th":lane} and the members fmt prints (each
- * after a comma: ",\"k\":v"), appended as one compact JSON object. */
-static void emit(const struct lock_grant *g, const char *what, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void emit(const struct lock_grant *g, const char *what, const char *fmt, ...)
+/* One event of g's item at wall-clock µs t (0: now): {"t":..,"ev":what,"th":lane} and the
+ * members fmt prints (each after a comma: ",\"k\":v"), appended as one compact JSON object. */
+static void emit_at(const struct lock_grant *g, long long t, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void emit_at(const struct lock_grant *g, long long t, const char *what, const char *fmt, ...)
 {
     char text[EVENT_BYTES];
     va_list ap;
-    int n = snprintf(text, sizeof(text), ",{\"t\":%lld,\"ev\":\"%s\",\"th\":%lld", now_us(),
-                     plain(what), lane_of(g->owner));
+    int n = snprintf(text, sizeof(text), ",{\"t\":%lld,\"ev\":\"%s\",\"th\":%lld",
+                     t ? t : clock_wall_us(), plain(what), lane_of(g->owner));
 
     va_start(ap, fmt);
     if (n > 0 && n < (int)sizeof(text))
@@ -188,7 +180,8 @@ void event_acquired(const struct lock_grant *g)
     if (!wanted(g->item))
         return;
     snprintf(owner, sizeof(owner), "%.8s%s", g->owner, lane ? lane : "");
-    emit(g, "acquired", ",\"owner\":\"%s\",\"token\":%lld,\"depth\":%d,\"lease_ms\":%lld,\"waited_ms\":%lld",
+    /* A lock in the process: from its grant, before the read (its whole critical section). */
+    emit_at(g, g->held_from_us, "acquired", ",\"owner\":\"%s\",\"token\":%lld,\"depth\":%d,\"lease_ms\":%lld,\"waited_ms\":%lld",
          plain(owner), g->token, g->depth,
          g->valid_until_ms ? g->valid_until_ms - clock_now_ms() : 0, (long long)g->waited_ms);
 }
@@ -196,43 +189,43 @@ void event_acquired(const struct lock_grant *g)
 void event_timeout(const struct lock_grant *g)
 {
     if (wanted(g->item))
-        emit(g, "timeout", ",\"waited_ms\":%lld", (long long)g->waited_ms);
+        emit_at(g, 0, "timeout", ",\"waited_ms\":%lld", (long long)g->waited_ms);
 }
 
 void event_sale(const struct lock_grant *g, long long stock, int n, long long sold, int lost)
 {
     if (wanted(g->item))
-        emit(g, "sale", ",\"stock\":%lld,\"n\":%d,\"sold\":%lld,\"lost\":%d", stock, n, sold, lost);
+        emit_at(g, 0, "sale", ",\"stock\":%lld,\"n\":%d,\"sold\":%lld,\"lost\":%d", stock, n, sold, lost);
 }
 
 void event_leave(const struct lock_grant *g)
 {
     if (wanted(g->item))
-        emit(g, "leave", "%s", "");
+        emit_at(g, g->held_to_us, "leave", "%s", "");
 }
 
 void event_released(const struct lock_grant *g, const char *how)
 {
     if (wanted(g->item))
-        emit(g, "released", ",\"result\":\"%s\"", plain(how));
+        emit_at(g, 0, "released", ",\"result\":\"%s\"", plain(how));
 }
 
 void event_fenced(const struct lock_grant *g)
 {
     if (wanted(g->item))
-        emit(g, "fenced", ",\"token\":%lld", g->token);
+        emit_at(g, 0, "fenced", ",\"token\":%lld", g->token);
 }
 
 void event_refused(const struct lock_grant *g)
 {
     if (wanted(g->item))
-        emit(g, "refused", ",\"token\":%lld", g->token);
+        emit_at(g, 0, "refused", ",\"token\":%lld", g->token);
 }
 
 void events_observe(const struct lock_grant *g, const char *what, long long lease_ms)
 {
     if (wanted(g->item))
-        emit(g, what, ",\"lease_ms\":%lld", lease_ms);
+        emit_at(g, 0, what, ",\"lease_ms\":%lld", lease_ms);
 }
 
 /* Takes every item's events of this tick into msgs (at most max; the texts malloc'd);

@@ -103,16 +103,19 @@ static enum store_sold sell_batch(struct store_batch *b, int last)
 {
     struct faults_inside faults;
     enum store_sold sold;
-    int released = LOCK_OK;
+    int released = LOCK_OK, in_process = svc_lock && svc_lock->ops->in_process;
 
     metrics_batch(b->n);
     critical_section(b, &faults);
     event_sale(b->g, b->stock, b->n, b->write ? b->k : 0, b->rqs[0]->out.lease_lost);
-    if (last)
+    if (last && !in_process)
         event_leave(b->g);   /* before the release is sent */
     sold = svc_store->ops->sell(svc_store, svc_lock, b, last, &released);
-    if (last)
+    if (last) {
+        if (in_process)
+            event_leave(b->g);   /* dated when it let go, its writes done (held_to_us) */
         event_released(b->g, released_how(released));
+    }
     if (b->write && b->g->token > 0 && b->rqs[0]->out.result == SALE_LEASE_LOST)
         event_fenced(b->g);   /* the store's fence refused the write */
     return sold;
