@@ -32,16 +32,17 @@ run_shows() { jq -e "$3" "$T_TMP/$1-$2.json"; }
 obs_num() { jq -r --arg re "$3" '.observed | capture($re).n' "$T_TMP/$1-$2.json" 2>/dev/null; }
 
 # in_order LOCK SCENARIO: the observed times tell the story in order: Redis last set A's
-# lease before the cut, it ran out after it, B held the lock no earlier, and A's sale
-# answered after the heal.
+# lease before the cut was in place, it ran out after the cut was asked, B held the lock no
+# earlier, and A's sale answered after the heal was asked.
 in_order() {
-    local set out held healed answered
+    local set out held healed answered cut_in
     set=$(obs_num "$1" "$2" "last set A's lease (?<n>-?[0-9]+) ms")
+    cut_in=$(obs_num "$1" "$2" "cut from h1 \\(in place (?<n>-?[0-9]+) ms")
     out=$(obs_num "$1" "$2" "it ran out (?<n>-?[0-9]+) ms")
     held=$(obs_num "$1" "$2" "B held the lock (?<n>-?[0-9]+) ms")
     healed=$(obs_num "$1" "$2" "healed (?<n>-?[0-9]+) ms")
     answered=$(obs_num "$1" "$2" "A's sale answered (?<n>-?[0-9]+) ms")
-    [ "$set" -le 0 ] && [ "$out" -gt 0 ] && [ "$held" -ge "$out" ] && [ "$answered" -gt "$healed" ]
+    [ "$set" -le "$cut_in" ] && [ "$out" -gt 0 ] && [ "$held" -ge "$out" ] && [ "$answered" -gt "$healed" ]
 }
 
 # The checks, by run: "LOCK SCENARIO|DESCRIPTION|COMMAND" (COMMAND run by eval).

@@ -17,15 +17,24 @@
 #                      stock put back up: units sold twice, acknowledged sales overwritten);
 #                      v9's holder knows its lease is lost and writes nothing: 409
 #                      lease_lost, "nothing was sent".
-#   instance-cut-late  its work (2 leases) ends during the cut, a third of a lease after
-#                      it, while its lease still runs on its own clock: it passes its lease
-#                      check and sends its write into the cut. TCP resends it; the heal
-#                      comes 2.2 s after the send (between TCP's resends at about 1.4 s and
-#                      3 s, before the connection's 5 s timeout), and the write reaches
-#                      Redis after B's sales. v8's lands; v9's is refused by Redis's fence
-#                      (B's token is newer): 409 lease_lost, "Redis refused the write".
+#   instance-cut-late  its work (2 leases) ends during the cut, while its lease still runs
+#                      on its own clock: it passes its lease check and sends its write into
+#                      the cut. The cut comes once Redis shows the renewal A's watchdog sends
+#                      4/3 of a lease into the work (its own clock then says its lease runs
+#                      until 7/3, past the write at 2): anywhere in the 2/3 of a lease between
+#                      that renewal and the write, however slow the machine. TCP resends the
+#                      write; the heal comes 1.6 s after it was sent (between TCP's resends
+#                      at about 1.4 s and 3 s, before the connection's 5 s timeout), and the
+#                      write reaches Redis after B's sales. v8's lands; v9's is refused by
+#                      Redis's fence (B's token is newer): 409 lease_lost, "Redis refused the
+#                      write".
 # The loads go on one lease after A's sale has answered. The timings are in leases:
-# --ttl-ms shortens the scenario (the late heal's 2.2 s aside); -d is not used.
+# --ttl-ms shortens the scenario (the late heal's 1.6 s aside); -d is not used. Each step
+# waits for what Redis shows (A's sale inside, its renewal), bounded; a run whose cut could
+# not come where the story needs it (the machine too slow: A's write reached Redis before
+# the cut) says "not played: ..." and fails, rather than judge a story that did not happen.
+# The cut's and the heal's times are those they were asked at (a packet can cross no
+# earlier), and the observed line says how long each took to be in place.
 # Sampled during the run: every 20 ms on Redis (from h3) its clock, the lock's owners and
 # PTTL, and the probe; every 100 ms A's /metrics (renewals, lost leases).
 # Reported (ms from the cut): when Redis last set A's lease (its grant or a renewal) and
@@ -44,7 +53,8 @@ defaults_instance_cut="ttl=2000 wait=3000 stock=1000000 hosts=3"
 defaults_instance_cut_late=$defaults_instance_cut
 
 CUT_HOST=h2 CUT_FROM=h1
-LATE_HEAL_MS=2200   # after the late write is sent: between TCP's resends at ~1.4 s and ~3 s
+LATE_HEAL_MS=1600   # after the late write is sent: between TCP's resends at ~1.4 s and ~3 s, the
+                    # latest of a busy machine's heals (up to a second to be in place) too
 
 scenario_instance_cut() { cut_play after "$@"; }
 scenario_instance_cut_late() { cut_play late "$@"; }
@@ -149,7 +159,7 @@ cut_play() {
     local mode=$1; shift
     local "$@"
     local ttl=$ttl_ms work into heal_after late_ms=0 svc
-    local first_ns owner cut_ns heal_ns long_ns
+    local first_ns owner cut_ns cut_done_ns heal_ns heal_done_ns long_ns
     if [ "$mode" = late ]; then
         # The answer comes with TCP's resend after the heal: about 3 s after the send.
         work=$((ttl * 2)) into=$((ttl * 5 / 3)) heal_after=$((ttl / 3 + LATE_HEAL_MS)) late_ms=3500
@@ -163,11 +173,25 @@ cut_play() {
     cut_judge
 }
 
+# a_lease_set_since DIR OWNER SINCE_US: Redis's samples in DIR show OWNER's lease set (its
+# grant or a renewal: a sample's time less what the lease had run) at SINCE_US (Redis's
+# clock, µs) or later; prints that time.
+a_lease_set_since() {
+    awk -v o="$2" -v ttl="$ttl" -v since="$3" '
+        NF == 4 { n = split($3, w, ",")
+                  for (i = 1; i <= n; i++) if (w[i] == o && $2 > 0) {
+                      r = $1 - (ttl - $2) * 1000
+                      if (r >= since) { printf "%.0f\n", r; found = 1; exit } } }
+        END { exit !found }' "$1/redis-samples"
+}
+
 # cut_stage: the loads, A's long sale, the cut and the heal (dir, item, ttl, work, into,
-# heal_after, late_ms from cut_play); sets first_ns (A's sale seen inside), owner (its
-# lock owner id), cut_ns, heal_ns and long_ns (its answer), and leaves the histories in dir.
+# heal_after, late_ms, mode from cut_play); sets first_ns (A's sale seen inside), owner (its
+# lock owner id), cut_ns and heal_ns (when each was asked), cut_done_ns and heal_done_ns
+# (in place), and long_ns (its answer), and leaves the histories in dir. Fails, "not
+# played", when the cut cannot come where the story needs it.
 cut_stage() {
-    local before_ms=1000 total_s got probe s
+    local before_ms=1000 total_s got probe s renewed write_ns
     mono_start
     samplers_start "$dir" "$item"
     # The loads: long enough for the long sale's wait (about a second at most), its work,
@@ -186,12 +210,39 @@ cut_stage() {
     got=$(held_by_a "$dir" 200); probe=${got#* }
     first_ns=$(us_to_ns "${got%% *}")
     owner=${probe#"inventory-$CUT_HOST:"}; owner=${owner%:*}
-    sleep_until $(( first_ns + into * 1000000 ))
-    hosts_cut "$CUT_HOST" "$CUT_FROM"
+    write_ns=$(( first_ns + work * 1000000 ))   # when A's work ends (seen inside: a little later)
+    if [ "$mode" = late ]; then
+        # The renewal 4/3 of a lease in (a sixth of a lease early: the sale was seen inside
+        # up to 20 ms after it entered, and renewals come every third of a lease).
+        if ! wait_until $(( work / 1000 + 5 )) "$LONG_PID" a_lease_set_since "$dir" "$owner" \
+                $(( ${got%% *} + (ttl * 7 / 6) * 1000 )); then
+            samplers_stop; bg_wait
+            SCN_OBSERVED="not played: Redis never showed A's renewal 4/3 of a lease into its sale"
+            return 1
+        fi
+        renewed=$(a_lease_set_since "$dir" "$owner" $(( ${got%% *} + (ttl * 7 / 6) * 1000 )))
+    else
+        sleep_until $(( first_ns + into * 1000000 ))
+    fi
     cut_ns=$(mono_now_ns)
-    sleep_until $(( cut_ns + heal_after * 1000000 ))
-    hosts_heal
+    hosts_cut "$CUT_HOST" "$CUT_FROM"
+    cut_done_ns=$(mono_now_ns)
+    if [ "$mode" = late ] && [ "$cut_done_ns" -ge $(( write_ns - ttl * 1000000 / 10 )) ]; then
+        # In place less than a tenth of a lease before the write: it may have crossed.
+        hosts_heal; samplers_stop; bg_wait
+        SCN_OBSERVED="not played: the cut was in place $(rel_ms "$first_ns" "$cut_done_ns") ms into A's sale (its renewal seen at $(rel_ms "$first_ns" "$(us_to_ns "$renewed")") ms), too near its write at $work ms: this machine is too slow for this lease (try a longer --ttl-ms)"
+        return 1
+    fi
+    # late: the heal LATE_HEAL_MS after the write is sent (at the work's end); after: a
+    # lease and a half after the cut.
+    if [ "$mode" = late ]; then
+        sleep_until $(( write_ns + LATE_HEAL_MS * 1000000 ))
+    else
+        sleep_until $(( cut_ns + heal_after * 1000000 ))
+    fi
     heal_ns=$(mono_now_ns)
+    hosts_heal
+    heal_done_ns=$(mono_now_ns)
     wait "$LONG_PID" 2>/dev/null || true
     long_ns=$(jq '.end_ns // empty' "$dir/history-L.jsonl" 2>/dev/null)
     [ -n "$long_ns" ] || long_ns=$(mono_now_ns)
@@ -205,9 +256,16 @@ cut_stage() {
 # cut_judge: the verdict from Redis and the answers (every history and A's sale's), and
 # the observed line (dir, item, stock, ttl and what cut_stage set, from cut_play).
 cut_judge() {
-    local hist=$dir/history.jsonl
+    local hist=$dir/history.jsonl last end taken
+    # The story needs A's lease to run out on Redis under the cut: a lock another took
+    # before then was let go by A (its write crossed before the cut was in place).
+    read -r last end taken <<< "$(lease_report "$dir" "$ttl" "$cut_ns" "$owner")"
+    if [ "$last" != -1 ] && [ "$taken" != 0 ] && [ "$taken" -lt "$end" ]; then
+        SCN_OBSERVED="not played: B held the lock $(rel_ms "$cut_ns" "$(us_to_ns "$taken")") ms after the cut was asked, before A's lease ran out on Redis ($(rel_ms "$cut_ns" "$(us_to_ns "$end")") ms): A let it go, its write in before the cut was in place ($(rel_ms "$cut_ns" "$cut_done_ns") ms)"
+        return 1
+    fi
     history_judge "$item" "$stock" "$hist" "$cut_ns" || return 1
-    SCN_OBSERVED="A's sale inside $(rel_ms "$cut_ns" "$first_ns") ms; $CUT_HOST cut from $CUT_FROM, healed $(rel_ms "$cut_ns" "$heal_ns") ms, lease $ttl ms: $(cut_lease_line "$dir" "$ttl" "$cut_ns" "$owner") $(cut_a_line "$dir" "$cut_ns" "$heal_ns") A's sale answered $(rel_ms "$cut_ns" "$long_ns") ms: $(cut_long_answer "$dir"); overlaps $OVERLAPS; oversold $OVERSOLD; history $VERDICT; acknowledged sales lost $LOST; sold twice $SOLD_TWICE; lease_lost answers $(jq -s '[.[] | select(.error == "lease_lost")] | length' "$hist"); longest with no sale $GAP_MS ms (from $GAP_FROM_MS ms after the cut); answers $(history_answers "$hist")"
+    SCN_OBSERVED="A's sale inside $(rel_ms "$cut_ns" "$first_ns") ms; $CUT_HOST cut from $CUT_FROM (in place $(rel_ms "$cut_ns" "$cut_done_ns") ms), healed $(rel_ms "$cut_ns" "$heal_ns") ms (in place $(rel_ms "$cut_ns" "$heal_done_ns") ms), lease $ttl ms: $(cut_lease_line "$dir" "$ttl" "$cut_ns" "$owner") $(cut_a_line "$dir" "$cut_ns" "$heal_ns") A's sale answered $(rel_ms "$cut_ns" "$long_ns") ms: $(cut_long_answer "$dir"); overlaps $OVERLAPS; oversold $OVERSOLD; history $VERDICT; acknowledged sales lost $LOST; sold twice $SOLD_TWICE; lease_lost answers $(jq -s '[.[] | select(.error == "lease_lost")] | length' "$hist"); longest with no sale $GAP_MS ms (from $GAP_FROM_MS ms after the cut); answers $(history_answers "$hist")"
 }
 
 # cut_lease_line DIR TTL CUT_NS OWNER: what Redis saw of A's lease and B's first sale, one
