@@ -154,16 +154,17 @@ zrun() {
 # observed_ms TEXT: the number before " ms" after TEXT in the observed line.
 observed_ms() { field observed | sed -n "s/.*$1 \(-\{0,1\}[0-9]*\) ms.*/\1/p"; }
 
-# --- load: 150 units, 10 connections, 4 s, every answer recorded ---------------------------
-zrun load --lock v11 --item zload --stock 150 -c 10 -d 4 --history "$T_TMP/load.jsonl"
+# --- load: 60 units, 10 connections, 4 s, every answer recorded (a slow, busy machine sells
+# about 30 a second here while the JVMs warm: the stock sells out whatever the speed) --
+zrun load --lock v11 --item zload --stock 60 -c 10 -d 4 --history "$T_TMP/load.jsonl"
 check_eq "v11 load: done" 0 "$?"
-check_eq "  sold the whole stock, none oversold: sold, remaining, oversold" "150 0 0" \
+check_eq "  sold the whole stock, none oversold: sold, remaining, oversold" "60 0 0" \
     "$(field sold) $(field remaining) $(field oversold)"
 check_eq "  the invariant and the ledger hold" "true true" "$(field invariant_ok) $(field ledger_ok)"
-check_eq "  150 answers 200, the history possible" "150 possible" "$(field ok) $(field history)"
-check_eq "  --get-stock says what the summary says" "zload 0 150 150" "$(zk_admin --get-stock --item zload)"
+check_eq "  60 answers 200, the history possible" "60 possible" "$(field ok) $(field history)"
+check_eq "  --get-stock says what the summary says" "zload 0 60 60" "$(zk_admin --get-stock --item zload)"
 check "  the summary reads ZooKeeper, a progress line each second" \
-    bash -c 'grep -q "^  zookeeper sold 150, remaining 0, ledger 150" "$1.out" && grep -qE "^ +[0-9]+s +stock [0-9]+ +sold " "$1.err"' _ "$T_TMP/load"
+    bash -c 'grep -q "^  zookeeper sold 60, remaining 0, ledger 60" "$1.out" && grep -qE "^ +[0-9]+s +stock [0-9]+ +sold " "$1.err"' _ "$T_TMP/load"
 check_eq "  JSON: lock and scenario; no probe (overlaps null)" "v11 load null" \
     "$(field lock) $(field scenario) $(field overlaps)"
 zrun atomic --lock atomic --item zatomic --stock 60 -c 6 -d 2

@@ -275,15 +275,19 @@ zk_stack() { [ -n "${ZK_CONNECT:-}" ]; }
 zk_session_of() {
     sed -n 's/.* zookeeper .*: session timeout \([0-9]*\) ms.*/\1/p' "$STACK_DIR/instance-$1.log" | tail -n 1
 }
-# grants_of PORT: the locks the instance on PORT was granted so far (its /metrics); 0 when
-# it does not answer.
-grants_of() {
+# metric_of PORT NAME: the metric NAME of the instance on PORT (0 when it does not answer).
+metric_of() {
     local n
-    n=$(curl -s -m 2 "http://127.0.0.1:$1/metrics" | awk '$1 == "inventory_lock_acquisitions_total" { print $2 }')
+    n=$(curl -s -m 2 "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m { print $2 }')
     echo "${n:-0}"
 }
+# metric_above PORT NAME N: that metric is above N.
+metric_above() { [ "$(metric_of "$1" "$2")" -gt "$3" ]; }
+# grants_of PORT: the locks the instance on PORT was granted so far (its /metrics); 0 when
+# it does not answer.
+grants_of() { metric_of "$1" inventory_lock_acquisitions_total; }
 # granted_more PORT N: the instance on PORT was granted more than N locks.
-granted_more() { [ "$(grants_of "$1")" -gt "$2" ]; }
+granted_more() { metric_above "$1" inventory_lock_acquisitions_total "$2"; }
 # zk_hold DIR ITEM PORT QUERY HISTORY: a sale of ITEM on the instance on PORT, QUERY added
 # (its work), started in the background (sale_hist; its pid in BG_PIDS) and waited for
 # until the instance's grants say it took the lock (5 s at most). Sets SESSION to the

@@ -8,13 +8,16 @@
 # paused holder's stale write landed, seen in the timeline as the stock jumping back up.
 # Where the write is fenced (v9) it is refused instead: the paused sale answers 409
 # lease_lost, which the observed line quotes; overlaps:{I} counts the two holders either way.
-# On ZooKeeper (v11) the lease is the holder's session: there the holder's sale works one
-# session timeout and the process is stopped for two, while instance 2 sells (two
-# connections, every answer recorded); the ensemble expires the paused session and
-# deletes its lock node. The paused sale's write goes out the moment it resumes, before
-# the process has heard that its session is over: ZooKeeper refuses it (the multi checks
+# On ZooKeeper (v11) the lease is the holder's session: there the holder's sale passes its
+# lease check and stops just before its write (write_gap_ms, a session timeout long); the
+# whole process is stopped there, once the instance counts the gap begun, for two session
+# timeouts, while instance 2 sells (two connections, every answer recorded); the ensemble
+# expires the paused session and deletes its lock node. The paused sale's write goes out
+# the moment it resumes, its check long passed: ZooKeeper refuses it (the multi checks
 # that node, in a new session), or its answer is lost with the old session and the write
-# is settled as never made; either way 409 lease_lost, nothing written. The
+# is settled as never made; either way 409 lease_lost, nothing written. (Stopped during
+# its work instead, before the check, the sale would often hear first that its session is
+# over and write nothing: the holder's own check, not the store's.) The
 # flaw is the paused sale answering 200, a history the checker finds impossible, or
 # anything oversold or lost (pause_on_zookeeper).
 # Rows in loadtest/evolution: v8 shows it, v9 and v11 do not.
@@ -50,20 +53,23 @@ scenario_pause() {
 }
 
 # pause_on_zookeeper WORD...: the pause on ZooKeeper, with scenario_pause's words: instance
-# 1's sale takes the lock (its grant seen in its /metrics) for a session timeout of work
-# (instance 1's, from its log); the whole process is stopped (SIGSTOP) for two, while
+# 1's sale takes the lock (its grant seen in its /metrics) and waits a session timeout
+# (instance 1's, from its log) between its lease check and its write; once its /metrics
+# count that gap begun, the whole process is stopped (SIGSTOP) for two, while
 # build/sale-load sells on instance 2 (two connections), then resumed (SIGCONT). Every
 # answer in DIR/history.jsonl, the paused sale's answer in DIR/paused.jsonl.body. Sets
 # SCN_FLAW and SCN_OBSERVED; fails when nothing was sold during the pause (the session
 # outlasted it: nothing to show).
 pause_on_zookeeper() {
     local "$@"
-    local a b pid session t_stop t_cont during answer hist=$dir/history.jsonl
+    local a b pid session t_stop t_cont during answer hist=$dir/history.jsonl gaps
     [ -x "$BUILD_DIR/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
     a=$(port_of 1); b=$(port_of 2); pid=$(pid_of 1)
-    zk_hold "$dir" "$item" "$a" "work_ms=@SESSION@" "$dir/paused.jsonl" || return 1
+    gaps=$(metric_of "$a" inventory_fault_write_gaps_total)
+    zk_hold "$dir" "$item" "$a" "write_gap_ms=@SESSION@" "$dir/paused.jsonl" || return 1
     session=$SESSION
-    sleep 0.1
+    wait_until 5 "" metric_above "$a" inventory_fault_write_gaps_total "${gaps:-0}" ||
+        { SCN_OBSERVED="not played: the held sale never reached its write (no write gap begun)"; return 1; }
     kill -STOP "$pid"
     t_stop=$(mono_now_ns)
     "$BUILD_DIR/sale-load" --url "http://127.0.0.1:$b/inventory/sale?item=$item" -c 2 \

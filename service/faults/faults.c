@@ -1,5 +1,6 @@
 /* faults.c - The teaching faults (--faults): the probe, the nested acquire, the work that
- * outlasts a lease, the gap inside a release. */
+ * outlasts a lease, the gap between the lease check and the write, the gap inside a
+ * release. */
 #include "service/faults/faults.h"
 
 #include <stdatomic.h>
@@ -45,6 +46,14 @@ static void probe_enter(const struct lock_grant *g, struct faults_inside *here)
 static void release_gap(void *arg)
 {
     clock_sleep_ms(*(const long *)arg);
+}
+
+void faults_write_gap(const struct sale_request *lead)
+{
+    if (!svc.faults || lead->write_gap_ms <= 0)
+        return;
+    metrics_write_gap();
+    clock_sleep_ms(lead->write_gap_ms);
 }
 
 int faults_inside(const struct lock_grant *g, struct sale_request *lead, long long k,

@@ -26,5 +26,9 @@ struct faults_inside {
  * here->nested_err say how). here must live until the release returns. */
 int faults_inside(const struct lock_grant *g, struct sale_request *lead, long long k,
                   struct faults_inside *here);
+/* After the lease check, just before a write goes out (write_gap_ms): the holder stops
+ * where no check of its own can see a pause (a process stopped there writes on a lease it
+ * may have lost: only the store can refuse it). Counted when it begins. */
+void faults_write_gap(const struct sale_request *lead);
 
 #endif

@@ -57,7 +57,7 @@ static enum MHD_Result answer_error(struct MHD_Connection *conn, unsigned status
 /* The query of a sale or inventory request, checked. */
 struct params {
     const char *item;
-    long work_ms, release_gap_ms, nested;
+    long work_ms, release_gap_ms, write_gap_ms, nested;
     int has_fault;          /* a teaching fault was asked for */
     char error[160];        /* set when a parameter is bad */
 };
@@ -84,6 +84,8 @@ static enum MHD_Result param_visit(void *cls, enum MHD_ValueKind kind, const cha
         num = &p->work_ms;
     else if (strcmp(key, "release_gap_ms") == 0)
         num = &p->release_gap_ms;
+    else if (strcmp(key, "write_gap_ms") == 0)
+        num = &p->write_gap_ms;
     else if (strcmp(key, "nested") == 0)
         num = &p->nested, max = 1;
     if (num == NULL) {
@@ -204,6 +206,7 @@ static enum MHD_Result queue_sale(struct MHD_Connection *conn, const struct para
     j->started_us = clock_now_us();
     j->rq.work_ms = p->work_ms;
     j->rq.release_gap_ms = p->release_gap_ms;
+    j->rq.write_gap_ms = p->write_gap_ms;
     j->rq.nested = (int)p->nested;
     j->conn = conn;
     *req_cls = j;
@@ -234,7 +237,8 @@ static enum MHD_Result route_sale(struct MHD_Connection *conn, void **req_cls)
     if (p.has_fault && !svc.faults) {
         metrics_bad_request();
         return answer_error(conn, MHD_HTTP_FORBIDDEN, "faults_disabled",
-                            "work_ms, release_gap_ms and nested need an instance started with --faults");
+                            "work_ms, release_gap_ms, write_gap_ms and nested need an instance "
+                            "started with --faults");
     }
     if (p.has_fault && !svc_engine->locked) {
         metrics_bad_request();
@@ -247,7 +251,8 @@ static enum MHD_Result route_sale(struct MHD_Connection *conn, void **req_cls)
     request_id(conn, rid, sizeof(rid));
     rq = (struct sale_request){ .item = p.item, .idem_key = idem_key,
                                 .request_id = rid, .work_ms = p.work_ms,
-                                .release_gap_ms = p.release_gap_ms, .nested = (int)p.nested };
+                                .release_gap_ms = p.release_gap_ms,
+                                .write_gap_ms = p.write_gap_ms, .nested = (int)p.nested };
     long long started_us = clock_now_us();
     metrics_in_flight(1);
     svc_engine->run(&rq);

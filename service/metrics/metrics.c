@@ -27,7 +27,7 @@ static atomic_llong bad_requests;
 static atomic_llong in_flight;
 static struct histogram lock_wait, sale_latency;
 static atomic_llong batches, batched_sales;
-static atomic_llong replays, overlaps, line_timeouts;
+static atomic_llong replays, overlaps, line_timeouts, write_gaps;
 
 static void observe(struct histogram *h, long long us)
 {
@@ -103,6 +103,11 @@ void metrics_line_timeout(void)
 void metrics_overlap(void)
 {
     atomic_fetch_add(&overlaps, 1);
+}
+
+void metrics_write_gap(void)
+{
+    atomic_fetch_add(&write_gaps, 1);
 }
 
 /* The live page's: events published and dropped, streams open. */
@@ -198,6 +203,9 @@ char *metrics_render(size_t *len)
     COUNTER("inventory_overlaps_total",
             "Sales that entered the critical section while another was inside (--faults probe).",
             atomic_load(&overlaps));
+    COUNTER("inventory_fault_write_gaps_total",
+            "Sales that began a write_gap_ms pause after their lease check (--faults).",
+            atomic_load(&write_gaps));
     svc_store->ops->metrics(svc_store, f);
     render_events(f);
     fprintf(f, "# HELP inventory_sale_batches_total Critical sections (or atomic scripts) run.\n"

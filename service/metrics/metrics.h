@@ -20,6 +20,8 @@ void metrics_replay(void);
 void metrics_sale_latency(long long us);
 /* A sale entered the critical section while another was inside (the --faults probe). */
 void metrics_overlap(void);
+/* A write_gap_ms fault began (--faults). */
+void metrics_write_gap(void);
 /* Renders the Prometheus text; the caller frees it. NULL when out of memory. */
 char *metrics_render(size_t *len);
 

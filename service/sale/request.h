@@ -45,6 +45,7 @@ struct sale_request {
     const char *request_id; /* X-Request-Id, or the instance's own: in the ledger and logs */
     long work_ms;           /* fault: sleep between reading and writing stock */
     long release_gap_ms;    /* fault: sleep inside release */
+    long write_gap_ms;      /* fault: sleep after the lease check, before the write */
     int nested;             /* fault: take the same lock again inside the sale */
     struct sale_outcome out;
 };

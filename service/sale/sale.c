@@ -83,6 +83,8 @@ static void critical_section(struct store_batch *b, struct faults_inside *faults
         b->k = 0;
     }
     b->write = (b->k > 0 || lead->idem_key) && lead->out.result == SALE_OK;
+    if (b->write)
+        faults_write_gap(lead);
     b->probe_id = faults->probe;
     b->pause = faults->pause;
     mark_sold(g, b->stock, b->k, lost, b->rqs, b->n);
