@@ -8,6 +8,10 @@ T_FAILED=0
 T_SKIPPED=0
 T_PIDS=""
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/invtest.XXXXXX")
+# What the test starts keeps its temporary files under T_TMP (loadtest/run's and
+# loadtest/evolution's run directories among them): by that a server is known to be this
+# test's (ours), also while other suites run beside it (tests/run runs some side by side).
+export TMPDIR=$T_TMP
 
 . deploy/lib.sh        # free_port, is_ours, metric_sum, rcli, item_key (the tests run from the top folder)
 . deploy/up-redis.sh   # start_sentinels, start_cluster: as deploy/up starts them
@@ -90,7 +94,24 @@ cluster_up() {
 
 # on_hosts: the pids of the servers that run on test hosts (198.18.0.0/15: Redis, the
 # instances, nginx), sorted: taken before a run and after, what a run left is the difference.
-on_hosts() { pgrep -f 'redis-server 198\.18\.|inventory-service .*--bind 198\.18\.|nginx: master' | sort; }
+on_hosts() { pgrep -f 'redis-server 198\.18\.|inventory-service .*--bind 198\.18\.|nginx: master' | ours | sort; }
+
+# ours: of the pids on stdin, this test's: a process whose command line, working directory
+# or output (fd 1 or 2) lies under T_TMP (Redis works in its data directory, nginx's master
+# names its configuration, an instance writes its log there), or whose parent's does (an
+# nginx worker's master). Other suites' servers, side by side with this one, are not.
+ours() {
+    local p q f
+    while read -r p; do
+        for q in "$p" "$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')"; do
+            [ -n "$q" ] && [ "$q" != 1 ] || continue
+            case " $(tr '\0' ' ' < "/proc/$q/cmdline" 2>/dev/null) " in *"$T_TMP/"*) echo "$p"; continue 2 ;; esac
+            for f in cwd fd/1 fd/2; do
+                case $(readlink "/proc/$q/$f" 2>/dev/null) in "$T_TMP"/*) echo "$p"; continue 3 ;; esac
+            done
+        done
+    done
+}
 
 # running PID: the process exists and is not a zombie (deploy/lib.sh's pid_gone: builtins
 # only, it runs often).

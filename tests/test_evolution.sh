@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 source tests/lib.sh
 
 OUT="$T_TMP/evo"
-# Servers alive (not zombies) now; checked again at the end: the runs must leave none.
-servers() { ps -eo pid=,stat=,comm= | awk '$2 !~ /^Z/ && $3 ~ /^(inventory-serv|nginx|redis-server)/ { print $1 }' | sort; }
+# This test's servers alive (not zombies) now (ours: under its T_TMP, where the runs keep
+# their directories); checked again at the end: the runs must leave none.
+servers() { ps -eo pid=,stat=,comm= | awk '$2 !~ /^Z/ && $3 ~ /^(inventory-serv|nginx|redis-server)/ { print $1 }' | ours | sort; }
 servers > "$T_TMP/before"
 loadtest/evolution --quick --jobs 2 --out "$OUT" > "$T_TMP/evo.out" 2> "$T_TMP/evo.err"
 rc=$?

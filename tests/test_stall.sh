@@ -161,7 +161,6 @@ crash_load_case() {
     deploy/up --run-dir "$run" --port "$np" --redis-port "$rp" --instance-ports "$a,$b" \
         --fsync always --faults --wait-ms 3000 "$@" >"$T_TMP/up-$name.out" 2>&1 ||
         { cat "$T_TMP/up-$name.out"; check "$name: the stack came up" false; return 1; }
-    DOWN_DIRS="$DOWN_DIRS $run"
     deploy/stock 1000000 --item "$item" --run-dir "$run" >/dev/null
     for i in $(seq "$rounds"); do
         build/sale-load --url "http://127.0.0.1:$np/inventory/sale?item=$item&work_ms=1" \
@@ -216,14 +215,31 @@ crash_load_case() {
     deploy/down --run-dir "$run" --quiet >/dev/null 2>&1
 }
 
-DOWN_DIRS=""
-trap 'for d in $DOWN_DIRS; do deploy/down --run-dir "$d" --quiet >/dev/null 2>&1; done; t_cleanup' EXIT
+# crash_cases NAME:ARGS...: crash_load_case for each, side by side (each its own stack and
+# ports: they mostly wait, on the kills and the restarts); their lines in order, their
+# checks counted here.
+crash_cases() {
+    local c pids=() p out
+    for c in "$@"; do
+        ( PORT_OWNER=$BASHPID T_PASSED=0 T_FAILED=0
+          crash_load_case ${c%%:*} ${c#*:}
+          echo "T_COUNTS $T_PASSED $T_FAILED" ) > "$T_TMP/crash-${c%%:*}.out" 2>&1 &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p"; done
+    for c in "$@"; do
+        out=$T_TMP/crash-${c%%:*}.out
+        grep -v '^T_COUNTS ' "$out"
+        set -- $(sed -n 's/^T_COUNTS //p' "$out") 0 1
+        T_PASSED=$((T_PASSED + $1)) T_FAILED=$((T_FAILED + $2))
+    done
+}
+
+trap 'for d in "$T_TMP"/crash-*/; do [ -d "$d" ] && deploy/down --run-dir "$d" --quiet >/dev/null 2>&1; done; t_cleanup' EXIT
 redis_up || exit 1
 for lock in ${STALL_LOCKS:-v8 v9}; do
     stall_case "$lock"
 done
 reenter_case
-crash_load_case v8 --lock v8
-crash_load_case v8-combine --lock v8 --combine 64
-crash_load_case v9 --lock v9
+crash_cases "v8:--lock v8" "v8-combine:--lock v8 --combine 64" "v9:--lock v9"
 t_report
