@@ -106,6 +106,7 @@ clock_stack() {
 a_in_probe() { rcli smembers "$(item_key probe "$1")" | grep '^inventory-h2:' | head -n 1; }
 # a_entered_anew ITEM OLD: a sale of A is inside the lock now, and not the one of entry OLD.
 a_entered_anew() { local m; m=$(a_in_probe "$1"); [ -n "$m" ] && [ "$m" != "$2" ]; }
+
 # host_metric H NAME: the metric NAME of H's instance (nothing when it does not answer).
 host_metric() {
     in_host "$1" curl -s -m 2 "http://$(host_addr "$1"):$H_INSTANCE_PORT/metrics" |
@@ -119,7 +120,7 @@ clock_play() {
     local who=$1 step=$2 clocks=$3; shift 3
     local "$@"
     local before_s=1 after_s=${secs:-10} hist=$dir/history.jsonl
-    local file=$stack/clock total enter_s jump_ns renewals lost_leases what svc
+    local file=$stack/clock total enter_s jump_ns renewals lost_leases what svc entry
     [ -x "$BUILD_DIR/sale-load" ] && [ -f "$BUILD_DIR/clockstep.so" ] ||
         { SCN_OBSERVED="build/sale-load or build/clockstep.so not built (make)"; return 1; }
     mapfile -t svc < <(instance_flags "$@")
@@ -136,9 +137,15 @@ clock_play() {
     sleep "$before_s"
     # Just after a sale of A entered: the whole of its work is still ahead of it.
     wait_until "$enter_s" "" a_entered_anew "$item" "$(a_in_probe "$item")" ||
-        { bg_wait; SCN_OBSERVED="no sale of A entered the lock in $enter_s s"; return 1; }
+        { bg_wait; SCN_OBSERVED="not played: no sale of A entered the lock in $enter_s s"; return 1; }
+    entry=$(a_in_probe "$item")
     set_clock "$file" "$step"
     jump_ns=$(mono_now_ns)
+    # The story needs A inside at the jump (its probe entry still there).
+    if [ -z "$entry" ] || [ "$(rcli sismember "$(item_key probe "$item")" "$entry")" != 1 ]; then
+        loads_stop "$dir"; bg_wait
+        SCN_OBSERVED="not played: A's sale had left the lock when the clock moved"; return 1
+    fi
     # after_s of load after the jump, then the loads end (their time, total, is the most
     # the wait above could take).
     sleep_until $(( jump_ns + after_s * 1000000000 ))
@@ -147,6 +154,12 @@ clock_play() {
     loads_done "$dir" A B || return 1
     renewals=$(host_metric h2 inventory_lock_renewals_total)
     lost_leases=$(host_metric h2 inventory_lock_lost_leases_total)
+    # The Redis clock moved under A's lease: A found it lost (its watchdog, or its
+    # release). Not once: the step did not reach A's lease, and there is no story to judge.
+    if [ "$who" = redis ] && [ -z "$MASTER_PORTS" ] && [ "${lost_leases:-0}" = 0 ]; then
+        SCN_OBSERVED="not played: A never found a lease lost (renewed ${renewals:-?} times): the Redis clock's step did not reach A's lease"
+        return 1
+    fi
     history_judge "$item" "$stock" "$hist" "$jump_ns" || return 1
     if [ "$who" = instance ]; then
         what="instance A's $([ "$clocks" = monotonic ] && echo "wall and monotonic clocks" || echo "wall clock (monotonic left alone)")"
