@@ -239,6 +239,10 @@ check "a request's walk from sale_serve enters the faults' file too (the check s
 # measured history live in docs/. Every link and every path its folder map names must
 # exist, so a file that moves fails this until the map follows it. The map is the
 # section headed "Layout" or "... folders".
+# The top level holds folders and the project's own files: a stray output (an awk whose
+# "x > y" wrote a file named by a number, once committed) is found here.
+check_eq "the repository's top level: folders and README.md, Makefile, .gitignore, .ci only" "" \
+    "$(git ls-files | awk -F/ 'NF == 1 && $1 !~ /^(README\.md|Makefile|\.gitignore)$/' | tr '\n' ' ')"
 readme=README.md
 check "README.md is at most 15,360 bytes" test "$(wc -c < "$readme")" -le 15360
 check "README.md is at most 200 lines" test "$(wc -l < "$readme")" -le 200

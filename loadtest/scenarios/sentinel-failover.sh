@@ -6,10 +6,10 @@
 # connections, SECS seconds, each sale 1 ms of work inside the lock), every answer
 # recorded with the load host's monotonic times (--history). One sale of a second item
 # (I-held) works 2 s inside its lock; once both replicas have its lock (WAIT 2 on the
-# master: one command, however busy the machine), the master is killed -9 1.65 s into that
+# master: one command, however busy the machine), the master is killed -9 1.2 s into that
 # sale (from its grant, by its lease's PTTL), a third of the way into the load: a lock is
 # certainly held when the master dies, the replica promoted has it, and the sale's write,
-# 350 ms after the kill, meets no master (503): its lock is left to be given back. A run
+# 800 ms after the kill and long before a promotion, meets no master (503): its lock is left to be given back. A run
 # where the replicas did not have it by then is "not played". The sentinels promote a replica; the held item is sold again until one sale goes
 # through; the old master comes back from its files as the new master's replica; the load
 # goes on to its end.
@@ -69,7 +69,7 @@ a_replica_promoted() {
 }
 
 # held_kill_at HELD: once the held item HELD's sale holds its lock on the master (OLD, the
-# scenario's) and both replicas have every write so far (WAIT 2), sleeps until 1.65 s
+# scenario's) and both replicas have every write so far (WAIT 2), sleeps until 1.2 s
 # after that lock was granted (its PTTL says when: the lease is ttl_ms). Fails, "not
 # played" in SCN_OBSERVED, when the replicas do not have it, or not before then.
 held_kill_at() {
@@ -81,16 +81,16 @@ held_kill_at() {
     granted=$(( $(mono_now_ns) - (ttl_ms - ${pttl:-0}) * 1000000 ))
     [ "$acked" = 2 ] && [ "${pttl:-0}" -gt 0 ] ||
         { SCN_OBSERVED="not played: the replicas did not have the held lock (WAIT 2: $acked)"; return 1; }
-    [ "$(mono_now_ns)" -lt $(( granted + 1550000000 )) ] ||
-        { SCN_OBSERVED="not played: the replicas had the held lock $(( ($(mono_now_ns) - granted) / 1000000 )) ms into its sale, past the kill's place (1650 ms)"; return 1; }
-    sleep_until $(( granted + 1650000000 ))
+    [ "$(mono_now_ns)" -lt $(( granted + 1100000000 )) ] ||
+        { SCN_OBSERVED="not played: the replicas had the held lock $(( ($(mono_now_ns) - granted) / 1000000 )) ms into its sale, past the kill's place (1200 ms)"; return 1; }
+    sleep_until $(( granted + 1200000000 ))
 }
 # held_lock_on HOST:PORT HELD: the server at HOST:PORT has the held item HELD's lock.
 held_lock_on() { [ "$(rcli -p "$1" exists "$(item_key lock "$2")")" = 1 ]; }
 
 scenario_sentinel_failover() {
     local "$@"
-    local hist=$dir/history.jsonl old kill_at new work="" load_pid work_pid held
+    local hist=$dir/history.jsonl old kill_at new work="" load_pid work_pid held held_t0 work_code work_s
     local kill_ns prom_ns final verdict counts lost before ghosts at_clean failover_ms overlaps held_ms pid held_on
     secs=${secs:-10} held="$item-held"
     stack_read "$stack" || return 1
@@ -107,12 +107,13 @@ scenario_sentinel_failover() {
         -c 16 -d "$secs" --history "$hist" > "$dir/load.out" 2>&1 &
     load_pid=$!
     # The kill a third of the way in; the held sale starts its 2 s so that the kill comes
-    # 1.65 s into it.
-    kill_at=$(awk -v s="$secs" -v w="$([ -n "$work" ] && echo 1.65 || echo 0)" \
-        'BEGIN { t = s / 3 - w; printf "%.2f", t > 0.2 ? t : 0.2 }')
+    # 1.2 s into it.
+    kill_at=$(awk -v s="$secs" -v w="$([ -n "$work" ] && echo 1.2 || echo 0)" \
+        'BEGIN { t = s / 3 - w; printf "%.2f", (t > 0.2 ? t : 0.2) }')
     sleep "$kill_at"
-    curl -s -o "$dir/work.json" -m 30 -w '%{http_code}\n' \
-        "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$held${work:+&work_ms=2000}" > "$dir/work.code" &
+    held_t0=$(mono_now_ns)
+    curl -s -o "$dir/work.json" -m 30 -w '%{http_code} %{time_total}\n' \
+        "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$held${work:+&work_ms=2000}" > "$dir/work.out" &
     work_pid=$!
     stop_bg() { kill "$load_pid" "$work_pid" 2>/dev/null; wait "$load_pid" "$work_pid" 2>/dev/null; }
     [ -z "$work" ] || held_kill_at "$held" || { stop_bg; return 1; }
@@ -137,8 +138,10 @@ scenario_sentinel_failover() {
     prom_ns=$(mono_now_ns)
     new=$(current_master)
     wait "$work_pid"
-    [ -z "$work" ] || [ "$(cat "$dir/work.code")" != 200 ] ||
-        { SCN_OBSERVED="not played: the held sale was done before the kill (200)"; stop_bg; return 1; }
+    read -r work_code work_s < "$dir/work.out"
+    [ -z "$work" ] || [ "$work_code" != 200 ] ||
+        { SCN_OBSERVED="not played: the held sale was sold (200), $(awk -v t="$held_t0" -v s="$work_s" -v k="$kill_ns" \
+            'BEGIN { printf "%d", (t + s * 1e9 - k) / 1e6 }') ms after the kill"; stop_bg; return 1; }
     held_ms=$(first_held_sale_ms "$held" "$kill_ns")
     restart_as_replica "${old##*:}" "$new" || { SCN_OBSERVED="the old master did not come back as a replica"; stop_bg; return 1; }
     wait "$load_pid" || { SCN_OBSERVED="sale-load failed: $(tail -n 3 "$dir/load.out")"; return 1; }
@@ -159,9 +162,9 @@ scenario_sentinel_failover() {
     [ "$held_ms" -ge 0 ] && [ "$held_ms" -le $(( failover_ms + 1000 )) ] || SCN_FLAW=1
     [ "$overlaps" -le 0 ] || SCN_FLAW=1
     if [ -n "$work" ]; then
-        held_on="a sale of $held working in its lock (it answered $(cat "$dir/work.code"); the replicas had its lock: $held_on)"
+        held_on="a sale of $held working in its lock (it answered $work_code; the replicas had its lock: $held_on)"
     else
-        held_on="a sale of $held at the kill (no lock, no work: it answered $(cat "$dir/work.code"))"
+        held_on="a sale of $held at the kill (no lock, no work: it answered $work_code)"
     fi
     SCN_OBSERVED="master ${old##*:} killed mid-load (16 keep-alive connections), $held_on; the sentinels named ${new##*:} $failover_ms ms later; first sale $4 ms after the kill, of $held $held_ms ms; longest with no sale $2 ms (from $3 ms after the kill); history $verdict; acknowledged sales lost $lost; sold twice $5; overlaps $overlaps (besides $(( at_clean - ${before:-0} )) against the crash's ghost); locks given back $(metric_sum inventory_lock_given_back_total); master switches $(switches_logged); answers $(jq -r '[.by_status | to_entries[] | "\(.key) x \(.value)"] | join(", ")' < <(grep '^{' "$dir/load.out" | tail -n 1)), no answer $(grep '^{' "$dir/load.out" | tail -n 1 | jq .no_answer)"
 }
