@@ -57,7 +57,7 @@ enum lock_status {
 /* How a waiter learns that the lock is free. */
 enum lock_wait {
     LOCK_WAIT_DEFAULT = 0, /* the version's own choice (in lock_config: keep it) */
-    LOCK_WAIT_POLL,        /* try, sleep retry_ms, try again (the seeds' loop) */
+    LOCK_WAIT_POLL,        /* try, sleep retry_ms, try again (the classic loop) */
     LOCK_WAIT_LOCAL,       /* the store blocks by itself (a process-local mutex) */
     LOCK_WAIT_NOTIFY       /* release publishes on the lock's channel; one subscriber per
                               process wakes the waiters, who queue locally first come first

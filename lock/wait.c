@@ -1,7 +1,7 @@
 /* wait.c - The wait policies: how a refused acquire learns that the lock is free.
  *
  * local:  the store blocks by itself (a pthread mutex).
- * poll:   try, sleep retry_ms, try again: the seeds' loop. Every waiting thread of every
+ * poll:   try, sleep retry_ms, try again: the classic loop. Every waiting thread of every
  *         process asks Redis, and one that happens to ask right after a release wins:
  *         others can starve.
  * notify: release publishes on the lock's channel (`lock:{I}`, a PUBLISH riding in the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_cluster.sh - Redis Cluster (issue 21), against a real 3-master cluster with
+# test_cluster.sh - Redis Cluster, against a real 3-master cluster with
 # replicas: the Redis layer's routing (build/test_cluster: slots, MOVED, ASK, TRYAGAIN,
 # bad seeds); the service on --redis-cluster: items on every master sold, every lock
 # version's scripts keep their keys in one slot (each script as Redis ran it, by MONITOR,

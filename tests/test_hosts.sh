@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_hosts.sh - Test hosts (deploy/hosts) and Jepsen's partition on them (issue 20).
+# test_hosts.sh - Test hosts (deploy/hosts) and Jepsen's partition on them.
 # Hosts h1..hN are network namespaces on a bridge of their own, 198.18.0.K, no route out;
 # a cut drops silently (a connection attempt times out, it is not refused) and a heal
 # restores; down removes every namespace and stops what still ran in them. Then the

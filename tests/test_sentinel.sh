@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_sentinel.sh - Redis Sentinel (issue 19, first part): a master, a replica and three
+# test_sentinel.sh - Redis Sentinel: a master, a replica and three
 # real sentinels (quorum 2, short timeouts); an instance started with --sentinel finds
 # the master by asking them, sells, and after the master is killed (-9) and the sentinels
 # promote the replica, sells on the new master without being restarted. Bad input: no

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_service.sh - The service over real HTTP against a real redis-server: every status
-# code and JSON field of the brief, the teaching faults, Redis down and back, the flags.
+# code and JSON field of the API, the teaching faults, Redis down and back, the flags.
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
@@ -50,7 +50,7 @@ check "an unknown flag exits non-zero with a reason" test $? -ne 0 -a "$(wc -l <
 "$BIN" --redis nohostport > "$T_TMP/bad" 2>&1
 check "a bad --redis exits non-zero" test $? -ne 0
 
-# --- the brief's API, lock v8 (alias watchdog), faults off ----------------------------
+# --- the API, lock v8 (alias watchdog), faults off ----------------------------
 start_service P --redis "127.0.0.1:$REDIS_PORT" --lock watchdog --name svc-a --wait-ms 300 || exit 1
 U="http://127.0.0.1:$P"
 
@@ -126,7 +126,7 @@ check_answer "once it is free, the sale goes through" 200 GET "$U/inventory/sale
 curl -s -v -o /dev/null -o /dev/null "$U/health" "$U/health" 2> "$T_TMP/keepalive"
 check "two requests reuse one connection (keep-alive)" grep -qi 're-using existing connection' "$T_TMP/keepalive"
 
-# Metrics: Prometheus text with the families the brief asks for.
+# Metrics: Prometheus text with the families the API names.
 check_answer "GET /metrics: 200" 200 GET "$U/metrics" 'inventory_sales_total{result="ok"} 4'
 for m in 'inventory_sales_total{result="sold_out"} ' 'inventory_sales_total{result="lock_timeout"} 1' \
          'inventory_sales_in_flight 0' '# TYPE inventory_lock_wait_seconds histogram' \

@@ -1,7 +1,7 @@
 # nested.sh - v6's flaw: not reentrant, a nested acquire by the same owner waits on itself.
 #
 # Five sales through nginx, one after another, each with nested=1: the sale calls a
-# helper that takes the same lock again (the seeds' reentrancy test).
+# helper that takes the same lock again (the classic reentrancy test).
 # Verdict: the flaw when none of the five sold and all five answered 503 (lock_timeout).
 # v7's hash {owner: count} lets the owner in again: all five sell.
 # On ZooKeeper (v11, reentrant as v7) the five sales are also recorded and the history

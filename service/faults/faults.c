@@ -11,7 +11,7 @@
 #include "service/metrics/metrics.h"
 #include "service/store/store.h"
 
-/* nested=1: the helper the seeds' reentrancy test calls: takes the same lock again and
+/* nested=1: the helper of the classic reentrancy test: takes the same lock again and
  * gives it back. 0, or -1 with here saying how it failed. */
 static int nested_acquire(const struct lock_grant *outer, struct faults_inside *here)
 {
