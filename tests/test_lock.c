@@ -146,7 +146,7 @@ static void test_registry(void)
               lock_find("v11")->forget && lock_find("v11")->lost && !lock_find("v11")->keepalive);
     test_cond("registry: v8 waits by notify and keeps its lease alive",
               lock_find("v8")->wait == LOCK_WAIT_NOTIFY && lock_find("v8")->keepalive);
-    test_cond("registry: v3-v7 poll, as the seeds do",
+    test_cond("registry: v3-v7 poll (try, sleep, try again)",
               lock_find("v3")->wait == LOCK_WAIT_POLL && lock_find("v7")->wait == LOCK_WAIT_POLL);
 }
 
