@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "service/config/config.h"
+#include "service/sale/answer.h"
 #include "service/store/store.h"
 
 /* 1 when the command line asked for an admin operation (--set-stock, --get-stock). */

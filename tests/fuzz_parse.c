@@ -7,7 +7,7 @@
  */
 #include "common/item.h"
 #include "service/parse.h"
-#include "service/sale/request.h"
+#include "service/store/request.h"
 
 #include <stdint.h>
 #include <stdio.h>

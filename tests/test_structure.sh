@@ -22,6 +22,28 @@ includers=$(grep -l '#include <zookeeper' $(c_files c) $(c_files h) | grep -v '^
 check_eq "only zk/ includes zookeeper.h (common/, redis/, lock/, service/, loadtest/)" "" "$includers"
 check "zk/ does include it (the check looks at the right files)" grep -q '#include <zookeeper/zookeeper.h>' zk/internal.h
 
+# --- no include that points up a layer ---
+# The store is below the sale, and only the HTTP side knows libmicrohttpd: no file of
+# service/store/ includes service/sale/ or service/http/, and no header outside
+# service/http/ includes microhttpd.h (it would hand it to every file that includes it).
+# up_includes DIR: those files under DIR, space-separated.
+up_includes() {
+    (cd "$1" && { grep -lE '#include *"service/(sale|http)/' service/store/*.[ch] 2>/dev/null
+                  grep -l '#include *<microhttpd.h>' $(c_files h) 2>/dev/null | grep -v '^service/http/'
+                } | tr '\n' ' ')
+}
+check_eq "no include points up a layer (store to sale or http; microhttpd.h outside http/)" "" \
+    "$(up_includes .)"
+check "service/http/ does include microhttpd.h (the check reads the right headers)" \
+    grep -q '#include <microhttpd.h>' service/http/http.h
+mkdir -p "$T_TMP/plant/service/store" "$T_TMP/plant/service/sale" "$T_TMP/plant/service/http"
+echo '#include "service/sale/engine.h"' > "$T_TMP/plant/service/store/up.h"
+echo '#include "service/http/http.h"' > "$T_TMP/plant/service/store/up.c"
+echo '#include <microhttpd.h>' > "$T_TMP/plant/service/sale/up.h"
+echo '#include <microhttpd.h>' > "$T_TMP/plant/service/http/fine.h"
+check_eq "  a planted store header, store file and sale header that include up are found" \
+    "service/store/up.c service/store/up.h service/sale/up.h " "$(up_includes "$T_TMP/plant")"
+
 # --- no call loops between files ---
 # Each object's defined and undefined symbols (nm) give the calls between files.
 cat > "$T_TMP/loops.py" <<'PY'

@@ -15,6 +15,7 @@
  * The stream and its reader each hold a reference; the last one frees it. */
 #include "service/events/stream.h"
 
+#include <microhttpd.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -3,7 +3,10 @@
 #ifndef EVENTS_STREAM_H
 #define EVENTS_STREAM_H
 
-#include <microhttpd.h>
+/* libmicrohttpd's, opaque here: only the HTTP side (and stream.c, which makes the
+ * response) includes microhttpd.h. */
+struct MHD_Connection;
+struct MHD_Response;
 
 /* A new stream's response (the caller queues it, then destroys its reference): 200
  * text/event-stream with every instance's messages on the item's channel ("data:

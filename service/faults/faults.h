@@ -6,7 +6,7 @@
 #define FAULTS_FAULTS_H
 
 #include "lock/lock.h"
-#include "service/sale/request.h"
+#include "service/store/request.h"
 
 /* What the faults leave for the rest of the critical section. */
 struct faults_inside {

@@ -17,6 +17,7 @@
 #include "service/log.h"
 #include "service/metrics/metrics.h"
 #include "service/parse.h"
+#include "service/sale/answer.h"
 #include "service/sale/engine.h"
 #include "service/store/store.h"
 
@@ -186,6 +187,12 @@ static enum MHD_Result answer_sale(struct MHD_Connection *conn, const struct sal
     return answer_json(conn, info->http_status, body, NULL, NULL);
 }
 
+/* A queued sale's resume (struct sale_job): its answer is ready. */
+static void resume_sale(void *conn)
+{
+    MHD_resume_connection(conn);
+}
+
 /* The event loop's sale (atomic or combined): suspend the connection, queue the sale; the
  * engine resumes the connection when it has the answer, and http_handle sends it. */
 static enum MHD_Result queue_sale(struct MHD_Connection *conn, const struct params *p,
@@ -209,6 +216,7 @@ static enum MHD_Result queue_sale(struct MHD_Connection *conn, const struct para
     j->rq.write_gap_ms = p->write_gap_ms;
     j->rq.nested = (int)p->nested;
     j->conn = conn;
+    j->resume = resume_sale;
     *req_cls = j;
     metrics_in_flight(1);
     MHD_suspend_connection(conn);

@@ -8,6 +8,7 @@
 #include "service/config/config.h"
 #include "service/events/events.h"
 #include "service/events/stream.h"
+#include "service/sale/answer.h"
 #include "service/store/store.h"
 
 /* Upper bounds of the histograms' buckets, in microseconds (rendered in seconds). */

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "service/sale/request.h"
+#include "service/store/request.h"
 
 void metrics_sale(enum sale_result r);
 void metrics_bad_request(void);

@@ -12,21 +12,22 @@
 #ifndef SALE_ENGINE_H
 #define SALE_ENGINE_H
 
-#include <microhttpd.h>
 #include <stdio.h>
 
 #include "lock/lock.h"
-#include "service/sale/request.h"
+#include "service/store/request.h"
 
 /* A sale whose connection is suspended until an engine has answered it. Allocated by
- * the HTTP handler, freed when libmicrohttpd says the request is complete. */
+ * the HTTP handler, freed when the HTTP side says the request is complete. The engines
+ * know the connection only as the HTTP side's pointer, handed back to its resume. */
 struct sale_job {
     struct sale_request rq;
     char item[ITEM_MAX + 1];
     char idem_key[IDEM_KEY_MAX + 1];
     char request_id[REQUEST_ID_MAX + 1];
     long long started_us;         /* monotonic: when the request was read */
-    struct MHD_Connection *conn;
+    void *conn;                   /* the HTTP side's suspended connection */
+    void (*resume)(void *conn);   /* the HTTP side's: resumes conn, its answer ready */
     int done;                     /* rq.out is set; written before the resume */
     int answered;                 /* the handler queued its answer (http.c) */
     long long deadline_ms;        /* monotonic: a locked sale waits no longer */
@@ -46,7 +47,7 @@ void engine_answer_down(struct sale_job *j);
 static inline void engine_resume(struct sale_job *j)
 {
     j->done = 1;
-    MHD_resume_connection(j->conn);
+    j->resume(j->conn);
 }
 
 struct engine {

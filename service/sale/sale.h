@@ -3,7 +3,7 @@
 #ifndef SALE_SALE_H
 #define SALE_SALE_H
 
-#include "service/sale/request.h"
+#include "service/store/request.h"
 
 /* Where the sales of one item come from while a grant is held, and where they go once
  * answered: a worker's line (sale/workers.c, --combine). Called on the serving thread. */

@@ -4,15 +4,18 @@
  * An engine speaks of items, grants and requests; a store keeps an item's stock, its units
  * sold, its ledger (every acknowledged sale, findable by its request id) and the
  * idempotency records, and names them itself: no engine and no lock version formats a key
- * of the stock. Redis is the store today (service/store/redis*.c); another is one file
- * behind this table and a flag (store_open picks it).
+ * of the stock. Two stores stand behind it: Redis (service/store/redis*.c: one server,
+ * under Sentinel, or a Cluster) and ZooKeeper (service/store/zk*.c, --zookeeper, where
+ * v11's lock lives too); store_open picks one from the flags.
  *
  * A store may share its connection with the lock: the Redis store lends its client to the
  * lock (struct store.redis), so that the stock's read rides with the granting try and the
- * sale's write with the release, one round trip each. That is why the store, not the
+ * sale's write with the release, one round trip each; the ZooKeeper store lends its
+ * session to v11 (struct store.zk), whose node the sale's write checks. That is why the store, not the
  * engine, calls lock_acquire and lock_release around its read and write (grant, sell).
  *
- * Results are the sale's (service/sale/request.h), the same whatever the store; the store
+ * Results are the sale's (service/store/request.h: below the engines, which hand the
+ * store their requests), the same whatever the store; the store
  * gives its own words: what its answer says when it cannot be reached (unavailable), and
  * the messages of the outcomes it sets.
  */
@@ -22,7 +25,7 @@
 #include <stdio.h>
 
 #include "lock/lock.h"
-#include "service/sale/request.h"
+#include "service/store/request.h"
 #include "zk/zk.h"
 
 struct service_config;
@@ -87,7 +90,7 @@ enum store_heard {
 };
 
 struct store_ops {
-    const char *name;            /* "redis" */
+    const char *name;            /* "redis", "zookeeper" */
     const char *unavailable;     /* an answer's error when it cannot be reached */
     void (*close)(struct store *s);
     /* 1 when it answers now. */
@@ -162,9 +165,10 @@ struct store {
     void *state;                 /* the store's own */
 };
 
-/* Opens the store that cfg names (today: Redis, alone, under Sentinel, or a Cluster):
- * lazily connected, so a store down now is not an error. NULL with err. Its passwords
- * are copied: the caller may wipe cfg's. */
+/* Opens the store that cfg names: Redis (alone, under Sentinel, or a Cluster), lazily
+ * connected, so a Redis down now is not an error; or ZooKeeper, which waits for its first
+ * session (up to the session timeout). NULL with err. Its passwords are copied: the
+ * caller may wipe cfg's. */
 struct store *store_open(const struct service_config *cfg, struct error *err);
 /* Closes it, once no other thread uses it. NULL: nothing. */
 void store_close(struct store *s);

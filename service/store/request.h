@@ -1,7 +1,8 @@
-/* request.h - A sale request and its outcome: what the HTTP side asks, what an engine and
- * the store answer, and each result's answer (status, error, metric) in one table. */
-#ifndef SALE_REQUEST_H
-#define SALE_REQUEST_H
+/* request.h - A sale request and its outcome: what the HTTP side asks, what an engine
+ * hands the store, and what the store answers. Below the sale, so that the store speaks of
+ * requests without knowing the engines; each result's answer is service/sale/answer.h. */
+#ifndef STORE_REQUEST_H
+#define STORE_REQUEST_H
 
 #include <stdio.h>
 
@@ -15,17 +16,6 @@ enum sale_result {
     SALE_ERROR,
     SALE_RESULTS
 };
-
-/* Each result's answer and metric label. */
-struct sale_result_info {
-    unsigned http_status;
-    const char *error;      /* the answer's "error" (NULL for a sale; SALE_STORE_DOWN: the
-                               store's own, sale_error()) */
-    const char *metric;     /* inventory_sales_total{result=...} (SALE_STORE_DOWN: the same) */
-};
-extern const struct sale_result_info sale_results[SALE_RESULTS];
-/* The answer's "error" of res: the table's, or the store's word for being unreachable. */
-const char *sale_error(enum sale_result res);
 
 struct sale_outcome {
     enum sale_result result;

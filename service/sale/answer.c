@@ -1,5 +1,5 @@
-/* request.c - Each sale result's answer (status, error, metric), in one table. */
-#include "service/sale/request.h"
+/* answer.c - Each sale result's answer (status, error, metric), in one table. */
+#include "service/sale/answer.h"
 
 #include "service/config/config.h"
 #include "service/store/store.h"
