@@ -99,8 +99,8 @@ build/zk_lock: build/tests/zk_lock.o $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 # The store seam's test: the store and what it stands on, without the HTTP side.
-STORE_OBJ := $(filter build/service/store/%,$(SERVICE_OBJ)) build/service/sale/answer.o \
-             build/service/config/config.o build/service/log.o build/service/parse.o
+STORE_OBJ := $(filter build/service/store/% build/service/config/%,$(SERVICE_OBJ)) \
+             build/service/sale/answer.o build/service/log.o build/service/parse.o
 build/test_store: build/tests/test_store.o $(STORE_OBJ) $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 

@@ -47,20 +47,38 @@ static void choose_engine(void)
     svc_engine = engine_choose(svc.lock_name, svc.combine, svc.wait, &svc.ops, why, sizeof(why));
     if (svc_engine == NULL)
         config_fail("%s", why);
-    /* A lock whose write is guarded by its store (v11) lives in ZooKeeper, and ZooKeeper
-     * serves no other: the others' writes are Redis scripts. */
-    if (svc.zookeeper && svc.ops && svc.ops->guard == NULL)
-        config_fail("--zookeeper serves --lock %s and --lock atomic only, not %s (its lock lives "
-                    "in Redis or in this process)", lock_find("zookeeper")->name, svc.ops->name);
-    if (!svc.zookeeper && svc.ops && svc.ops->guard)
-        config_fail("--lock %s keeps its lock and the stock in ZooKeeper: give --zookeeper "
-                    "HOST:PORT,...", svc.ops->name);
+    config_check_lock(svc.ops);
     svc.version = svc.ops ? svc.ops->name : svc_engine->name;
 }
 
+/* SIGTERM or SIGINT when one has come (blocked in every thread: main takes it with
+ * sigwait once serving), else 0. */
+static int stop_signal(void)
+{
+    sigset_t pending;
+
+    if (sigpending(&pending) != 0)
+        return 0;
+    return sigismember(&pending, SIGTERM) == 1 ? SIGTERM : sigismember(&pending, SIGINT) == 1 ? SIGINT : 0;
+}
+
+static int stop_asked(void)
+{
+    return stop_signal() != 0;
+}
+
+/* Why the store could not be had, and for ZooKeeper what was tried and what to start. */
+static void store_failed(const struct error *err)
+{
+    fprintf(stderr, "inventory-service: store %s: %s\n", svc.version, err->msg);
+    if (svc.zookeeper && err->fault == FAULT_CONNECT)
+        fprintf(stderr, "inventory-service: tried %s: is the ensemble up? deploy/up "
+                "--zookeeper 3 starts one here\n", svc.zookeeper);
+}
+
 /* The store and, for a locked sale, the lock (lent the store's Redis client); the
- * passwords are wiped from svc once they have their copies. 0, or -1 with the reason
- * printed. */
+ * passwords are wiped from svc once they have their copies. 0, or the exit status with
+ * the reason printed: 2 for a lock the flags cannot make, else 1. */
 static int clients_create(void)
 {
     struct error err = { 0 };
@@ -79,11 +97,14 @@ static int clients_create(void)
     }
     explicit_bzero(svc.redis_password, sizeof(svc.redis_password));
     explicit_bzero(svc.sentinel_password, sizeof(svc.sentinel_password));
-    if (svc_store == NULL || (svc.ops && svc_lock == NULL)) {
-        fprintf(stderr, "inventory-service: %s %s: %s\n", svc_store ? "lock" : "store",
-                svc.version, err.msg);
+    if (svc_store == NULL) {
+        store_failed(&err);
+        return 1;
+    }
+    if (svc.ops && svc_lock == NULL) {
+        fprintf(stderr, "inventory-service: lock %s: %s\n", svc.version, err.msg);
         store_close(svc_store);
-        return -1;
+        return err.fault == FAULT_USAGE ? 2 : 1;
     }
     return 0;
 }
@@ -161,7 +182,7 @@ int main(int argc, char **argv)
     struct sockaddr_in addr = { .sin_family = AF_INET };
     struct MHD_Daemon *d;
     sigset_t stop;
-    int sig;
+    int sig, rc;
 
     config_parse(argc, argv, engine_print_versions);
     if (admin_asked())
@@ -185,8 +206,14 @@ int main(int argc, char **argv)
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
-    if (clients_create() != 0)
-        return 1;
+    svc.stop_asked = stop_asked;
+    if ((rc = clients_create()) != 0) {
+        if ((sig = stop_signal()) != 0) {   /* asked to stop while it waited: done */
+            log_event("INFO", "stopped on %s before serving", sig == SIGINT ? "SIGINT" : "SIGTERM");
+            return 0;
+        }
+        return rc;
+    }
     if ((d = serve_start(&addr)) == NULL) {
         clients_destroy();
         return 1;

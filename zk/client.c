@@ -78,6 +78,30 @@ static int wait_connected(struct zk_client *zc, struct zk_handle *h, long long u
     return h->connected;
 }
 
+enum { GIVE_UP_POLL_MS = 50 };   /* how often the first wait asks cfg->give_up */
+
+/* The first session: waits for it, with zc->mu held, up to the session timeout asked for,
+ * asking cfg->give_up every GIVE_UP_POLL_MS. 1 when connected; 0 when not (*gave_up set
+ * when give_up ended the wait). */
+static int first_session(struct zk_client *zc, const struct zk_config *cfg, int *gave_up)
+{
+    long long until = clock_now_ms() + zc->asked_ms;
+
+    *gave_up = 0;
+    while (zc->cur && !zc->cur->expired) {
+        long long step = clock_now_ms() + GIVE_UP_POLL_MS;
+        if (wait_connected(zc, zc->cur, step < until ? step : until))
+            return 1;
+        if (clock_now_ms() >= until)
+            return 0;
+        if (cfg->give_up && cfg->give_up(cfg->give_up_arg)) {
+            *gave_up = 1;
+            return 0;
+        }
+    }
+    return 0;
+}
+
 /* Tells on_state, outside the mutex, when the ensemble stopped or started answering. */
 static void tell(struct zk_client *zc, int up, const char *why)
 {
@@ -88,7 +112,8 @@ static void tell(struct zk_client *zc, int up, const char *why)
 struct zk_client *zk_client_create(const struct zk_config *cfg, struct zk_error *err)
 {
     struct zk_client *zc = calloc(1, sizeof(*zc));
-    int up;
+    long long t0 = clock_now_ms();
+    int up, gave_up = 0;
 
     if (zc == NULL) {
         zk_fail(err, ZK_E_NOMEM, 0, "out of memory");
@@ -108,14 +133,18 @@ struct zk_client *zk_client_create(const struct zk_config *cfg, struct zk_error 
     zoo_set_debug_level((ZooLogLevel)0);   /* the layer reports; the client prints nothing */
     pthread_mutex_lock(&zc->mu);
     zc->cur = handle_open(zc);
-    up = zc->cur && wait_connected(zc, zc->cur, clock_now_ms() + zc->asked_ms);
+    up = first_session(zc, cfg, &gave_up);
     if (up)
         zc->session_ms = zoo_recv_timeout(zc->cur->zh);
     pthread_mutex_unlock(&zc->mu);
     if (up)
         return zc;
-    zk_fail(err, ZK_E_CONNECT, 0, "ZooKeeper %.80s: no session within %ld ms", zc->servers,
-            zc->asked_ms);
+    if (gave_up)
+        zk_fail(err, ZK_E_CONNECT, 0, "ZooKeeper %.80s: no session after %lld ms, and the wait "
+                "given up", zc->servers, clock_now_ms() - t0);
+    else
+        zk_fail(err, ZK_E_CONNECT, 0, "ZooKeeper %.80s: no session within %ld ms", zc->servers,
+                zc->asked_ms);
     zk_client_destroy(zc);
     return NULL;
 }

@@ -65,12 +65,18 @@ struct zk_config {
      * (up 0, why) or started (up 1) answering, for the caller's log. */
     void (*on_state)(void *arg, int up, const char *why);
     void *state_arg;
+    /* Optional: asked every few tens of ms while zk_client_create waits for the first
+     * session, on the caller's thread; it must not block. Nonzero ends the wait at once
+     * (the caller is stopping), as ZK_E_CONNECT. */
+    int (*give_up)(void *arg);
+    void *give_up_arg;
 };
 
 struct zk_client;
 
-/* Opens the session and waits up to the session timeout for it; NULL with err (naming
- * the connect string) when the ensemble does not answer or cfg is bad. */
+/* Opens the session and waits up to the session timeout for it (or until cfg->give_up);
+ * NULL with err (naming the connect string) when the ensemble does not answer, the wait
+ * was given up, or cfg is bad. */
 struct zk_client *zk_client_create(const struct zk_config *cfg, struct zk_error *err);
 /* Closes the session, once no other thread uses the client. */
 void zk_client_destroy(struct zk_client *zc);

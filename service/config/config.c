@@ -1,6 +1,7 @@
 /* config.c - The instance's configuration, from its flags: defaults, one small setter per
- * flag, --help. Everything here runs before any other thread. */
-#include "service/config/config.h"
+ * flag, the parse. Which flags go together is rules.c's; --help is usage.c's. Everything
+ * here runs before any other thread. */
+#include "service/config/internal.h"
 
 #include "common/item.h"
 
@@ -34,90 +35,6 @@ const struct engine *svc_engine;
 
 /* Prints the versions (--help, --list-versions): main's, who knows the sale's modes. */
 static void (*print_versions)(FILE *out, int tsv);
-
-/* --help's first part: what it is, and where the stock lives. */
-static void usage_where(FILE *out)
-{
-    fputs(
-        "usage: inventory-service [options]\n"
-        "\n"
-        "Sells stock held in Redis (or ZooKeeper) under one of the lock versions.\n"
-        "\n"
-        "  --port P          HTTP port (default 8080)\n"
-        "  --bind ADDR       IPv4 address to listen on (default 127.0.0.1)\n"
-        "  --redis HOST:PORT Redis server (default 127.0.0.1:6379)\n"
-        "  --sentinel H:P,H:P,H:P  instead of --redis: ask these Redis Sentinels where the\n"
-        "                    master is, confirm it with ROLE, and follow their failovers\n"
-        "                    (+switch-master); with --sentinel-master NAME. Their password\n"
-        "                    in SENTINEL_PASSWORD (SENTINEL_USER for an ACL user) or\n"
-        "  --sentinel-password-file F  (first line of F)\n"
-        "  --redis-cluster H:P,H:P,...  instead of --redis: Redis Cluster, these its seed\n"
-        "                    nodes; each item's keys go to its slot's master (MOVED, ASK and\n"
-        "                    TRYAGAIN followed; the map read again when it moves)\n"
-        "  --zookeeper H:P,H:P,H:P  instead of Redis: the stock (and v11's lock) in this\n"
-        "                    ZooKeeper ensemble, one session for the instance; for --lock v11\n"
-        "                    (zookeeper) and --lock atomic only\n"
-        "  --zk-session-ms T the ZooKeeper session timeout asked for (default 10000; the\n"
-        "                    ensemble clamps it to 2 to 20 ticks): v11's lease\n"
-        , out);
-}
-
-static void usage(FILE *out)
-{
-    usage_where(out);
-    fprintf(out,
-        "  --lock V          lock version, by name or alias (default v8); see below\n"
-        "  --ttl-ms T        lease of the Redis locks, in ms (default %d)\n"
-        "  --wait-ms W       how long a sale waits for the lock before lock_timeout (default 10000)\n"
-        "  --retry-ms R      poll: sleep between tries while the lock is taken (default 10)\n"
-        "  --wait poll|notify  how a waiter learns the lock is free (default: the version's;\n"
-        "                    notify for v8): poll tries every retry-ms; notify sleeps until\n"
-        "                    the release's message, queueing locally first come first served\n"
-        "  --combine N       serve up to N waiting sales of one item in one critical section:\n"
-        "                    one read, one write (default 1: off). A grant then serves batch\n"
-        "                    after batch while sales keep coming, for at most 10 ms (a third\n"
-        "                    of --ttl-ms if less), and gives way sooner when another instance\n"
-        "                    asks for the lock. The sales wait on an event loop, not a thread\n"
-        "                    each. The atomic sale always does, and sends what waits as one\n"
-        "                    script per item\n"
-        "  --lock-redis H:P,H:P,H:P  redlock (v10): its N = 2f + 1 independent lock masters;\n"
-        "                    a grant needs N / 2 + 1 of them (stock and tokens stay on --redis)\n"
-        "  --workers N       --combine: at most N worker threads (default 4); an item's sales\n"
-        "                    go to one worker (by its name), which serves its items in turn\n"
-        "  --replicas N      a grant and a sale count only once N replicas of the data Redis\n"
-        "                    have them (WAIT N after the grant and after the sale's write, for\n"
-        "                    a tenth of --ttl-ms, at most 4 s; default 0: no WAIT). A grant\n"
-        "                    too few have is given back: 503 lock_unavailable; a sale whose\n"
-        "                    WAIT falls short answers outcome_unknown (503: it is written on\n"
-        "                    the master, and a failover may undo it; a sold-out sale stays 409)\n"
-        "  --redis-password-file F  the Redis password, first line of F (else the environment:\n"
-        "                    REDIS_PASSWORD, and REDIS_USER for an ACL user); used for every\n"
-        "                    Redis (data, lock masters), never in argv or a log\n"
-        "  --idempotency-ttl S  how long the first answer to an Idempotency-Key is kept, in\n"
-        "                    seconds (default 86400: 24 h); a repeat within it sells nothing\n"
-        "  --faults          accept the teaching faults work_ms, release_gap_ms, write_gap_ms,\n"
-        "                    nested=1, and keep the mutual-exclusion probe (probe:{I},\n"
-        "                    overlaps:{I})\n"
-        "  --name NAME       instance name in answers, logs and the ledger (default inventory-PORT)\n"
-        "  --max-conns N     most connections served at once (default 1000; more are\n"
-        "                    refused); a lock version without --combine gives each its own\n"
-        "                    thread. Other limits: a connection idle (or stalled mid-request)\n"
-        "                    for 120 s is closed; a request line and headers must fit in\n"
-        "                    32 KB (else 414 or 431); a body is read and ignored\n"
-        "  --no-events       do not publish the lock's and the sales' events (events:{I},\n"
-        "                    for the live page /live); they are on by default, and cost\n"
-        "                    nothing while no page listens to an item\n"
-        "  --max-streams N   most /events streams served at once (default 16; more answer\n"
-        "                    503 too_many_streams), apart from --max-conns' sales\n"
-        "  --set-stock N     do not serve: set the stock of --item I (or of --items K: item0001\n"
-        "                    .. itemK) to N in the store, sold to 0, the ledger emptied\n"
-        "  --get-stock       do not serve: print each item's stock, sold and ledger entries\n"
-        "  --list-versions   print the versions, tab-separated: name, alias, technique, flaw\n"
-        "  --help            this text\n"
-        "\n"
-        "Lock versions:\n", LOCK_TTL_DEFAULT_MS);
-    print_versions(out, 0);
-}
 
 /* A password: the first line of FILE when given, else the environment variable VAR
  * (removed from the environment once read, its bytes wiped: /proc/PID/environ shows the
@@ -201,8 +118,17 @@ void config_fail(const char *fmt, ...)
 
 /* --- one setter per flag --- */
 
+/* A list of HOST:PORT for --NAME: a or exit. */
+static const char *server_list(const char *name, const char *a)
+{
+    struct rd_server parsed[RD_SERVERS_MAX];
+
+    if (rd_servers_parse(a, parsed, RD_SERVERS_MAX) <= 0)
+        config_fail("--%s wants HOST:PORT,... (at most %d), not '%s'", name, RD_SERVERS_MAX, a);
+    return a;
+}
+
 static const char *password_file, *sentinel_password_file;
-static int redis_given, idem_ttl_given;
 
 static void set_port(const char *a) { svc.port = (int)number_flag("port", a, 1, 65535); }
 static void set_lock(const char *a) { svc.lock_name = a; }
@@ -215,21 +141,12 @@ static void set_max_streams(const char *a) { svc.max_streams = (int)number_flag(
 static void set_no_events(const char *a) { (void)a; svc.no_events = 1; }
 static void set_combine(const char *a) { svc.combine = (int)number_flag("combine", a, 1, 256); }
 static void set_workers(const char *a) { svc.workers = (int)number_flag("workers", a, 1, 256); }
-static void set_masters(const char *a) { svc.lock_masters = a; }
+static void set_masters(const char *a) { svc.lock_masters = server_list("lock-redis", a); }
 static void set_replicas(const char *a) { svc.replicas = (int)number_flag("replicas", a, 0, 16); }
 static void set_password_file(const char *a) { password_file = a; }
 static void set_sentinel_password_file(const char *a) { sentinel_password_file = a; }
 static void set_sentinel_master(const char *a) { svc.sentinel_master = a; }
 
-/* A list of HOST:PORT for --NAME: a or exit. */
-static const char *server_list(const char *name, const char *a)
-{
-    struct rd_server parsed[RD_SERVERS_MAX];
-
-    if (rd_servers_parse(a, parsed, RD_SERVERS_MAX) <= 0)
-        config_fail("--%s wants HOST:PORT,... (at most %d), not '%s'", name, RD_SERVERS_MAX, a);
-    return a;
-}
 static void set_sentinels(const char *a) { svc.sentinels = server_list("sentinel", a); }
 static void set_cluster(const char *a) { svc.cluster = server_list("redis-cluster", a); }
 static void set_zookeeper(const char *a) { svc.zookeeper = server_list("zookeeper", a); }
@@ -244,12 +161,11 @@ static void set_item(const char *a)
     svc.item = a;
 }
 static void list_versions_and_exit(const char *a) { (void)a; print_versions(stdout, 1); exit(0); }
-static void help_and_exit(const char *a) { (void)a; usage(stdout); exit(0); }
+static void help_and_exit(const char *a) { (void)a; config_usage(stdout, print_versions); exit(0); }
 
 static void set_idem_ttl(const char *a)
 {
     svc.idem_ttl_ms = number_flag("idempotency-ttl", a, 1, 30 * 86400) * 1000;
-    idem_ttl_given = 1;
 }
 
 static void set_bind(const char *a)
@@ -262,7 +178,6 @@ static void set_redis(const char *a)
 {
     const char *colon = strrchr(a, ':');
 
-    redis_given = 1;
     if (colon == NULL || colon == a || (size_t)(colon - a) >= sizeof(svc.redis_host))
         config_fail("--redis wants HOST:PORT, not '%s'", a);
     memcpy(svc.redis_host, a, (size_t)(colon - a));
@@ -333,17 +248,31 @@ static const struct flag {
 };
 enum { FLAGS = sizeof(flags) / sizeof(flags[0]) };
 
-/* Exactly one place for the stock: Redis (--redis, --sentinel with --sentinel-master, or
- * --redis-cluster) or ZooKeeper (--zookeeper). */
-static void check_where(void)
+/* How many times each flag was given (config_given). */
+static int given[FLAGS];
+
+int config_given(const char *flag)
 {
-    if ((svc.sentinels != NULL) + redis_given + (svc.cluster != NULL) + (svc.zookeeper != NULL) > 1)
-        config_fail("give one of --redis, --sentinel, --redis-cluster and --zookeeper");
-    if (svc.zookeeper && idem_ttl_given)
-        config_fail("--idempotency-ttl is not honoured on ZooKeeper (an idempotency key's answer "
-                    "is kept until the ledger is reset): leave it out with --zookeeper");
-    if ((svc.sentinels == NULL) != (svc.sentinel_master == NULL))
-        config_fail("--sentinel and --sentinel-master go together");
+    for (int i = 0; i < FLAGS; i++)
+        if (strcmp(flags[i].name, flag) == 0)
+            return given[i] > 0;
+    return 0;
+}
+
+/* Sets flag i from its value, or exits 2 when the value is missing: a value that starts
+ * with "--" is the next flag, not this one's value. */
+static void set_flag(int i, const char *value)
+{
+    if (flags[i].has_arg == ARG_REQUIRED && value && strncmp(value, "--", 2) == 0)
+        config_fail("--%s wants a value, and '%s' is a flag, not its value", flags[i].name,
+                    value);
+    given[i]++;
+    flags[i].set(value);
+}
+
+/* The store's name in logs: its address, or the sentinels' master, or the cluster. */
+static void label_store(void)
+{
     if (svc.zookeeper)
         snprintf(svc.redis_label, sizeof(svc.redis_label), "%.200s", svc.zookeeper);
     else if (svc.sentinels)
@@ -367,13 +296,16 @@ void config_parse(int argc, char **argv, void (*versions)(FILE *out, int tsv))
     opts[FLAGS] = (struct option){ 0 };
     print_versions = versions;
     opterr = 0;
-    while ((o = getopt_long(argc, argv, "", opts, &index)) != -1) {
+    while ((o = getopt_long(argc, argv, ":", opts, &index)) != -1) {
+        if (o == ':')
+            config_fail("%s wants a value (see --help)", argv[optind - 1]);
         if (o != 0)
-            config_fail("unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
-        flags[index].set(optarg);
+            config_fail("unknown option '%s' (see --help)", argv[optind - 1]);
+        set_flag(index, optarg);
     }
+    config_check_store();
     read_passwords(password_file, sentinel_password_file);
-    check_where();
+    label_store();
     if (optind < argc)
         config_fail("unexpected argument '%s' (see --help)", argv[optind]);
     if (!svc.name[0])

@@ -47,6 +47,9 @@ struct service_config {
     int items;
     char name[64];               /* instance name, shown in answers and the ledger */
     char instance_id[33];        /* random hex, prefix of every lock owner id */
+    /* main's: 1 once SIGTERM or SIGINT has come. A wait at start-up (the ZooKeeper store's
+     * first session) gives up then. NULL: never asked. */
+    int (*stop_asked)(void);
 };
 extern struct service_config svc;
 
@@ -55,9 +58,17 @@ extern struct lock_client *svc_lock;       /* the lock; NULL for the atomic sale
 extern struct store *svc_store;            /* where the stock lives (service/store/store.h) */
 extern const struct engine *svc_engine;    /* how sales are served (service/sale/engine.h) */
 
-/* Fills svc from argv, or prints why not (or --help, where versions prints the versions
- * the instance can run, or --list-versions, tab-separated) and exits. */
+/* Fills svc from argv, or prints why not and exits 2: a flag unknown, without its value
+ * (or with the next flag as its value), or doing nothing with the store asked for. Or
+ * prints --help (where versions prints the versions the instance can run) or
+ * --list-versions (tab-separated), and exits 0. */
 void config_parse(int argc, char **argv, void (*versions)(FILE *out, int tsv));
+/* 1 when --FLAG (flag: its name without the dashes) was on the command line. */
+int config_given(const char *flag);
+/* Once the lock is chosen (ops; NULL for the sale that takes none): exits 2 with a
+ * one-line reason when a flag given does nothing with it, or when it cannot run where
+ * the stock is (service/config/rules.c). */
+void config_check_lock(const struct lock_ops *ops);
 /* Prints "inventory-service: " and the reason, and exits with status 2 (a bad flag). */
 void config_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 

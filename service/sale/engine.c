@@ -27,14 +27,40 @@ const struct engine *engine_choose(const char *lock_name, int combine, enum lock
     return combine > 1 ? &engine_workers : &engine_thread;
 }
 
-/* One version's line: tab-separated, or as --help shows it. */
+enum { HELP_COLUMNS = 100 };   /* --help's lines fit in this many */
+
+/* text, its first line going on from column col, and the lines it wraps to starting at
+ * column col too, after as many spaces: each line within HELP_COLUMNS. */
+static void print_wrapped(FILE *out, int col, const char *text)
+{
+    int indent = col, line = col;
+
+    for (const char *p = text; *p; p += strspn(p, " ")) {
+        int n = (int)strcspn(p, " ");
+        if (line > indent && line + 1 + n > HELP_COLUMNS) {
+            fprintf(out, "\n%*s", indent, "");
+            line = indent;
+        } else if (line > indent) {
+            fputc(' ', out);
+            line++;
+        }
+        fprintf(out, "%.*s", n, p);
+        line += n;
+        p += n;
+    }
+    fputc('\n', out);
+}
+
+/* One version's line: tab-separated, or as --help shows it (wrapped). */
 static void print_version(FILE *out, int tsv, const char *name, const char *alias,
                           const char *title, const char *flaw)
 {
-    if (tsv)
+    if (tsv) {
         fprintf(out, "%s\t%s\t%s\t%s\n", name, alias, title, flaw);
-    else
-        fprintf(out, "  %-7s %-12s %s\n          flaw: %s\n", name, alias, title, flaw);
+        return;
+    }
+    print_wrapped(out, fprintf(out, "  %-7s %-12s ", name, alias), title);
+    print_wrapped(out, fprintf(out, "          flaw: "), flaw);
 }
 
 void engine_print_versions(FILE *out, int tsv)

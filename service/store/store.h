@@ -167,8 +167,8 @@ struct store {
 
 /* Opens the store that cfg names: Redis (alone, under Sentinel, or a Cluster), lazily
  * connected, so a Redis down now is not an error; or ZooKeeper, which waits for its first
- * session (up to the session timeout). NULL with err. Its passwords are copied: the
- * caller may wipe cfg's. */
+ * session (up to the session timeout, or until cfg->stop_asked says so). NULL with err.
+ * Its passwords are copied: the caller may wipe cfg's. */
 struct store *store_open(const struct service_config *cfg, struct error *err);
 /* Closes it, once no other thread uses it. NULL: nothing. */
 void store_close(struct store *s);

@@ -271,6 +271,14 @@ static void zs_close(struct store *s)
     free(zk_of(s));
 }
 
+/* zk_config.give_up: the first session's wait ends when the instance is asked to stop. */
+static int stop_asked(void *arg)
+{
+    const struct service_config *cfg = arg;
+
+    return cfg->stop_asked && cfg->stop_asked();
+}
+
 static const struct store_ops zk_ops;
 
 struct store *zk_store_open(const struct service_config *cfg, struct error *err)
@@ -278,7 +286,8 @@ struct store *zk_store_open(const struct service_config *cfg, struct error *err)
     struct zk_store *zs = calloc(1, sizeof(*zs));
     struct zk_error why = { 0 };
     struct zk_config zc = { .servers = cfg->zookeeper, .session_ms = cfg->zk_session_ms,
-                            .on_state = log_state };
+                            .on_state = log_state, .give_up = stop_asked,
+                            .give_up_arg = (void *)cfg };
 
     if (zs == NULL) {
         error_set(err, FAULT_NOMEM, "out of memory");
@@ -288,6 +297,8 @@ struct store *zk_store_open(const struct service_config *cfg, struct error *err)
     snprintf(zs->instance_id, sizeof(zs->instance_id), "%.12s", cfg->instance_id);
     zc.state_arg = zs;
     zs->base = (struct store){ .ops = &zk_ops, .state = zs };
+    log_event("INFO", "zookeeper %s: waiting up to %ld ms for a session", cfg->zookeeper,
+              cfg->zk_session_ms);
     if ((zs->base.zk = zk_client_create(&zc, &why)) == NULL) {
         zk_error_map(&why, err);
         free(zs);
