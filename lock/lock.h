@@ -1,18 +1,22 @@
-/* lock.h - The lock library: ten versions of a distributed lock behind one table.
+/* lock.h - The lock library: eleven versions of a distributed lock, v1 to v11, and the
+ * baseline none (no lock), behind one table (`inventory-service --list-versions` lists
+ * them with the service's own atomic sale, which takes no lock).
  *
- * A version is a store (try-acquire, release and renew: its Redis commands or scripts),
- * a wait policy (poll, a local mutex, or notification by pub/sub) and an optional
- * keep-alive (the watchdog, generic over any store that renews). Each lock/vN_*.c holds
- * only what that version adds and ends with its table; steps that two versions share
- * live in lock/steps.c, which both name. v1 to v8 are the eight-version evolution; v9
- * (fencing tokens) and v10 (Redlock) extend it.
+ * A version is a store (try-acquire, release and renew: its Redis commands or scripts,
+ * or v11's ZooKeeper nodes), a wait policy (poll, a local mutex or watch, or notification
+ * by pub/sub) and an optional keep-alive (the watchdog, generic over any store that
+ * renews). Each lock/vN_*.c holds only what that version adds and ends with its table;
+ * steps that two versions share live in lock/steps.c, which both name. v1 to v8 are the
+ * eight-version evolution; v9 (fencing tokens), v10 (Redlock) and v11 (ZooKeeper's
+ * recipe) extend it.
  *
  * A process creates one lock_client for the version it runs and shares it between its
- * threads. It talks to Redis only through the Redis layer (redis/redis.h): the data
- * Redis (the item's stock, its lock and its fencing counter) is a struct rd_client the
- * caller creates and lends; redlock's masters are clients of its own. The caller names an
- * item; the library derives the keys `lock:{I}` and `fence:{I}` and the owner id
- * `<instance id>:<thread number>`.
+ * threads. It talks to Redis only through the Redis layer (redis/redis.h), and to
+ * ZooKeeper only through the ZooKeeper layer (zk/zk.h): the data Redis (the item's
+ * stock, its lock and its fencing counter) is a struct rd_client the caller creates and
+ * lends, as v11's session is a struct zk_client; redlock's masters are clients of its
+ * own. The caller names an item; the library derives the keys `lock:{I}` and
+ * `fence:{I}` and the owner id `<instance id>:<thread number>`.
  *
  * Library code never prints and never aborts on bad input: every call returns an enum
  * lock_status and, on LOCK_ERROR or LOCK_UNAVAILABLE, fills a caller-supplied struct

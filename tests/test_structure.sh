@@ -295,7 +295,7 @@ done
 check_eq "README.md's folder map: every path it names exists" "" "${absent# }"
 c_files=$(find . \( -path ./build -o -path ./.git -o -path ./tests \) -prune -o -name '*.c' -print | sed 's|^\./||')
 versions=$(echo "$c_files" | grep -E '(^|/)v[0-9]+_[a-z0-9_]+\.c$' | sort)
-check "the check finds the ten version files (v1_mutex.c ... v10_redlock.c)" test "$(echo "$versions" | wc -w)" -ge 10
+check "the check finds the eleven version files (v1_mutex.c ... v11_zookeeper.c)" test "$(echo "$versions" | wc -w)" -ge 11
 sale=$(grep -lE '^[a-z].*[ *]sale_serve\(' $c_files)
 check "the check finds the sale's file (where sale_serve is defined)" test -n "$sale"
 locators=$(grep -lE 'const struct rd_locator rd_[a-z_]+_locator = ' $c_files | sort)

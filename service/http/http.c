@@ -144,7 +144,7 @@ static const char *unknown_message(const struct sale_request *rq)
  * replayed answer is the first one again (its instance, "replayed":true); a sale whose
  * outcome is unknown names the key to retry with. Results that need a look are logged
  * with the request id, which every answer carries; not a write the replicas fell short
- * of, which replicas.c counts and logs once a second at most. */
+ * of, which the Redis store counts and logs once a second at most (redis_answer.c). */
 static enum MHD_Result answer_sale(struct MHD_Connection *conn, const struct sale_request *rq,
                                    long long started_us)
 {
