@@ -11,7 +11,7 @@ start_redis || exit 1
 
 # --- flags ---------------------------------------------------------------------------
 "$BIN" --lock v1 --wait notify > "$T_TMP/bad" 2>&1; rc=$?
-check_eq "v1 with --wait notify: refused at start-up" 1 "$rc"
+check_eq "v1 with --wait notify: refused at start-up (bad usage)" 2 "$rc"
 check "  with a reason" grep -q "v1 waits only by local" "$T_TMP/bad"
 "$BIN" --wait sometimes > "$T_TMP/bad" 2>&1; rc=$?
 check_eq "--wait sometimes: bad usage" 2 "$rc"
@@ -115,13 +115,13 @@ check "  within the wait limit plus a second ($ms ms), not after the holder" tes
 wait "$holder"
 check_eq "  the holder's sale went through" 49 "$(item_get stock slow)"
 
-# --- atomic, combined ---------------------------------------------------------------------
+# --- atomic, combined (always: it takes no --combine) -------------------------------------
 item_set atom 7 >/dev/null
-start_service A --redis "127.0.0.1:$REDIS_PORT" --lock atomic --combine 16 --name atom || exit 1
+start_service A --redis "127.0.0.1:$REDIS_PORT" --lock atomic --name atom || exit 1
 for i in $(seq 20); do curl -s -m 30 -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$A/inventory/sale?item=atom" > "$T_TMP/a$i" & done
 wait_all
 codes=$(cat "$T_TMP"/a* | sort | uniq -c | awk '{ printf "%s x %s ", $2, $1 }')
-check_eq "atomic --combine: 20 sales of stock 7: seven 200s, thirteen 409s" "200 x 7 409 x 13 " "$codes"
+check_eq "atomic: 20 sales of stock 7: seven 200s, thirteen 409s" "200 x 7 409 x 13 " "$codes"
 check_eq "  sold 7, ledger 7" "7 7" "$(item_get sold atom) $(rcli xlen "$(item_key orders atom)")"
 item_set atom 3 >/dev/null
 rcli script flush >/dev/null

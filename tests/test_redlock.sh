@@ -34,10 +34,10 @@ SALE_MAX_S=30   # sale's limit: a sale here may wait for a lock held 1.5 s
 
 # --- flags ----------------------------------------------------------------------------
 build/inventory-service --lock redlock --redis "127.0.0.1:$DATA" > "$T_TMP/bad" 2>&1; rc=$?
-check_eq "redlock without --lock-redis: refused at start-up" 1 "$rc"
-check "  with a reason" grep -q "needs its masters" "$T_TMP/bad"
+check_eq "redlock without --lock-redis: refused at start-up (bad usage)" 2 "$rc"
+check "  with a reason" grep -q "wants its lock masters" "$T_TMP/bad"
 build/inventory-service --lock v10 --lock-redis "nohost" > "$T_TMP/bad" 2>&1; rc=$?
-check_eq "a bad --lock-redis: refused" 1 "$rc"
+check_eq "a bad --lock-redis: refused (bad usage)" 2 "$rc"
 check "--help explains --lock-redis" sh -c "build/inventory-service --help | grep -q -- --lock-redis"
 
 # --- all masters up ------------------------------------------------------------------------
