@@ -38,17 +38,123 @@ for f in --port --redis --lock --ttl-ms --wait-ms --faults --name; do
     check "--help explains $f" grep -q -- "$f" "$T_TMP/help"
 done
 check "--help lists every version with its flaw" grep -q "flaw:" "$T_TMP/help"
+# Every flag of the option table (service/config/config.c) has a line of its own, and those
+# with a default say it on that line or the lines that go on from it.
+table=$(sed -n 's/^ *{ \.name = "\([a-z-]*\)".*/\1/p' service/config/config.c)
+check "the option table is read (over 30 flags)" test "$(echo "$table" | wc -l)" -gt 30
+missing=""
+for f in $table; do grep -qE -- "^  --$f( |$)" "$T_TMP/help" || missing="$missing --$f"; done
+check_eq "--help: every flag of the option table has its own line" "" "${missing# }"
+# help_of FLAG: the flag's line and the lines that go on from it (indented past the flags).
+help_of() {
+    awk -v f="  --$1" '
+        index($0, f) == 1 && (length($0) == length(f) || substr($0, length(f) + 1, 1) == " ") {
+            on = 1; print; next }
+        on && /^                      [^ ]/ { print; next }
+        { on = 0 }' "$T_TMP/help"
+}
+nodefault=""
+for f in port bind redis lock ttl-ms wait-ms retry-ms wait combine workers replicas \
+         idempotency-ttl zk-session-ms max-conns max-streams name item no-events faults; do
+    help_of "$f" | grep -q default || nodefault="$nodefault --$f"
+done
+check_eq "--help: each flag with a default says it" "" "${nodefault# }"
+check_eq "--help: no line over 100 columns" "" "$(awk 'length > 100 { print NR }' "$T_TMP/help" | tr '\n' ' ')"
+check "--help: --workers as workers.c schedules (an idle worker takes the longest-waiting item)" \
+    sh -c "awk '/^  --workers/,/^  --lock-redis/' '$T_TMP/help' | tr '\n' ' ' | grep -q 'waited *longest'"
 "$BIN" --lock v99 > "$T_TMP/bad" 2>&1
 rc=$?
-check "an unknown version exits non-zero" test "$rc" -ne 0
+check_eq "an unknown version: bad usage (exit 2)" 2 "$rc"
 check_eq "  with a one-line reason" 1 "$(wc -l < "$T_TMP/bad")"
 check "  that names it" grep -q "unknown lock version 'v99'" "$T_TMP/bad"
 "$BIN" --port nope > "$T_TMP/bad" 2>&1
-check "a bad number exits non-zero with a reason" test $? -ne 0 -a "$(wc -l < "$T_TMP/bad")" = 1
+check "a bad number exits 2 with a reason" test $? = 2 -a "$(wc -l < "$T_TMP/bad")" = 1
 "$BIN" --frobnicate > "$T_TMP/bad" 2>&1
-check "an unknown flag exits non-zero with a reason" test $? -ne 0 -a "$(wc -l < "$T_TMP/bad")" = 1
+check "an unknown flag exits 2 with a reason" test $? = 2 -a "$(wc -l < "$T_TMP/bad")" = 1
 "$BIN" --redis nohostport > "$T_TMP/bad" 2>&1
-check "a bad --redis exits non-zero" test $? -ne 0
+check_eq "a bad --redis exits 2" 2 $?
+
+# refused DESCRIPTION REASON ARG...: the service refuses ARGs at once: exit 2, one line,
+# that says REASON.
+refused() {
+    local d=$1 reason=$2 rc said
+    shift 2
+    timeout 10 "$BIN" "$@" > "$T_TMP/bad" 2>&1; rc=$?
+    said=$(grep -qF -- "$reason" "$T_TMP/bad" && echo yes || head -c 300 "$T_TMP/bad")
+    check_eq "$d: exit 2, one line with its reason" "2 1 yes" "$rc $(wc -l < "$T_TMP/bad") $said"
+}
+Z=127.0.0.1:1          # a ZooKeeper address: every refusal comes before any connection
+M3=127.0.0.1:1,127.0.0.1:2,127.0.0.1:3
+refused "--zookeeper --redis H:P (a missing value)" "--zookeeper wants a value" \
+    --zookeeper --redis "127.0.0.1:$REDIS_PORT"
+refused "--port at the end (a missing value)" "--port wants a value" --lock v8 --port
+refused "--lock-redis with v8" "--lock-redis does nothing with --lock v8" --lock v8 --lock-redis "$M3"
+refused "--lock-redis with atomic" "--lock-redis does nothing with --lock atomic" \
+    --lock atomic --lock-redis "$M3"
+refused "v10 without --lock-redis" "wants its lock masters: --lock-redis" --lock v10
+refused "v10 with 2 lock masters" "2f + 1" --lock v10 --lock-redis 127.0.0.1:1,127.0.0.1:2
+refused "v10 with 4 lock masters" "gives 4 lock masters: a grant needs 3, so 1 may fail, as with 3" \
+    --lock v10 --lock-redis "$M3,127.0.0.1:4"
+refused "--zk-session-ms without --zookeeper" "--zk-session-ms goes with --zookeeper" \
+    --lock v8 --zk-session-ms 4000
+for v in v8 v10 v1 none; do
+    refused "--zookeeper with $v" "--zookeeper serves --lock v11 and --lock atomic only, not $v" \
+        --lock "$v" --zookeeper "$Z"
+done
+refused "v11 without --zookeeper" "v11 keeps its lock and the stock in ZooKeeper" --lock v11
+refused "--combine with atomic" "--combine does nothing with --lock atomic" --lock atomic --combine 8
+refused "--workers with atomic" "--workers does nothing with --lock atomic" --lock atomic --workers 2
+refused "--workers without --combine" "--workers does nothing without --combine N (N > 1)" \
+    --lock v8 --workers 2
+refused "--workers with --combine 1" "--workers does nothing without --combine" \
+    --lock v8 --combine 1 --workers 2
+refused "--retry-ms with atomic" "--retry-ms does nothing with --lock atomic" --lock atomic --retry-ms 5
+refused "--retry-ms with v1" "--retry-ms spaces the tries of a lock in Redis" --lock v1 --retry-ms 5
+refused "--retry-ms with v11" "--retry-ms spaces the tries" --lock v11 --zookeeper "$Z" --retry-ms 5
+refused "--wait notify with v1" "v1 waits only by local" --lock v1 --wait notify
+refused "--wait poll with v11" "v11 waits only by local" --lock v11 --zookeeper "$Z" --wait poll
+refused "--wait poll with atomic" "no --wait" --lock atomic --wait poll
+for f in "--replicas 1" "--redis-password-file /dev/null" "--idempotency-ttl 60" "--no-events" \
+         "--max-streams 4"; do
+    refused "$f with --zookeeper" "${f%% *} " --lock v11 --zookeeper "$Z" $f
+done
+refused "--sentinel-master without --sentinel" "--sentinel-master goes with --sentinel" \
+    --sentinel-master shop
+refused "--sentinel without --sentinel-master" "--sentinel wants --sentinel-master NAME" \
+    --sentinel "$M3"
+refused "--sentinel-password-file without --sentinel" "--sentinel-password-file goes with --sentinel" \
+    --redis "127.0.0.1:$REDIS_PORT" --sentinel-password-file /dev/null
+refused "--item while serving" "--item goes with --set-stock or --get-stock" --item inventory001
+refused "--items while serving" "--items goes with --set-stock or --get-stock" --items 3
+refused "--item and --items" "--item or --items, not both" --get-stock --item a --items 3
+refused "--redis and --zookeeper" "give one of --redis" --redis "127.0.0.1:$REDIS_PORT" --zookeeper "$Z"
+# What does apply is not refused: redlock on one master (N = 1 = 2f + 1), combined, with
+# its workers and a WAIT for no replica.
+start_service V --redis "127.0.0.1:$REDIS_PORT" --lock v10 --lock-redis "127.0.0.1:$REDIS_PORT" \
+    --combine 4 --workers 2 --replicas 0 --retry-ms 5 --name svc-v10 || exit 1
+check_answer "v10 --lock-redis (one master) --combine 4 --workers 2 --replicas 0: serves" 200 \
+    GET "http://127.0.0.1:$V/health" '"ok":true'
+kill "$SVC_PID"
+
+# A v11 instance whose ensemble is not there says what it tried and what to start, and
+# stops at once on SIGTERM while it waits (not at the end of the session timeout).
+zp=$(free_port)
+"$BIN" --lock v11 --zookeeper "127.0.0.1:$zp" --port "$(free_port)" > "$T_TMP/zkwait" 2>&1 &
+zpid=$!
+T_PIDS="$T_PIDS $zpid"
+sleep 1
+kill -TERM "$zpid"
+t0=$(date +%s%N)
+for _ in $(seq 40); do kill -0 "$zpid" 2>/dev/null || break; sleep 0.05; done
+gone_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+check "v11 without its ensemble: SIGTERM during the wait stops it within 2 s ($gone_ms ms)" \
+    sh -c "! kill -0 $zpid 2>/dev/null"
+wait "$zpid"
+check_eq "  exit 0: it stopped as asked" 0 $?
+check "  it said it was waiting for 127.0.0.1:$zp" grep -q "waiting .*for a session" "$T_TMP/zkwait"
+check "  its reason names the address it tried" grep -q "tried 127.0.0.1:$zp" "$T_TMP/zkwait"
+check "  and what to start: deploy/up --zookeeper" grep -qF "deploy/up --zookeeper" "$T_TMP/zkwait"
+check "  and that it stopped on SIGTERM" grep -q "stopped on SIGTERM" "$T_TMP/zkwait"
 
 # --- the API, lock v8 (alias watchdog), faults off ----------------------------
 start_service P --redis "127.0.0.1:$REDIS_PORT" --lock watchdog --name svc-a --wait-ms 300 || exit 1
