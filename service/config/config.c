@@ -1,6 +1,6 @@
 /* config.c - The instance's configuration, from its flags: defaults, one small setter per
- * flag, the parse. Which flags go together is rules.c's; --help is usage.c's. Everything
- * here runs before any other thread. */
+ * flag, reading them, the passwords. Which flags go together is rules.c's (which runs the
+ * parse as a whole); --help is usage.c's. Everything here runs before any other thread. */
 #include "service/config/internal.h"
 
 #include "common/item.h"
@@ -283,7 +283,7 @@ static void label_store(void)
         snprintf(svc.redis_label, sizeof(svc.redis_label), "%.200s:%d", svc.redis_host, svc.redis_port);
 }
 
-void config_parse(int argc, char **argv, void (*versions)(FILE *out, int tsv))
+void config_read(int argc, char **argv, void (*versions)(FILE *out, int tsv))
 {
     struct option opts[FLAGS + 1];
     int o, index;
@@ -303,11 +303,14 @@ void config_parse(int argc, char **argv, void (*versions)(FILE *out, int tsv))
             config_fail("unknown option '%s' (see --help)", argv[optind - 1]);
         set_flag(index, optarg);
     }
-    config_check_store();
-    read_passwords(password_file, sentinel_password_file);
-    label_store();
     if (optind < argc)
         config_fail("unexpected argument '%s' (see --help)", argv[optind]);
+}
+
+void config_complete(void)
+{
+    read_passwords(password_file, sentinel_password_file);
+    label_store();
     if (!svc.name[0])
         snprintf(svc.name, sizeof(svc.name), "inventory-%d", svc.port);
 }

@@ -1,5 +1,6 @@
 /* internal.h - What the configuration's files share: config.c (the flags), rules.c (which
- * go together), usage.c (--help). Only service/config/ includes it. */
+ * go together, and the parse as a whole), usage.c (--help). Only service/config/ includes
+ * it. */
 #ifndef SERVICE_CONFIG_INTERNAL_H
 #define SERVICE_CONFIG_INTERNAL_H
 
@@ -9,8 +10,11 @@
 
 /* --help's text, then the versions (versions(out, 0)). */
 void config_usage(FILE *out, void (*versions)(FILE *out, int tsv));
-/* Exactly one place for the stock, and the flags that go with it and with --set-stock and
- * --get-stock: exits 2 with the reason when one given does nothing there. */
-void config_check_store(void);
+/* config.c: reads every flag into svc, each value checked, or exits 2 (or 0 after --help
+ * or --list-versions). */
+void config_read(int argc, char **argv, void (*versions)(FILE *out, int tsv));
+/* config.c: what follows from the flags: the passwords read, the store's label, the
+ * default name. */
+void config_complete(void);
 
 #endif

@@ -1,6 +1,7 @@
-/* rules.c - Which flags go together: a flag that would do nothing with the store or the
- * lock chosen is refused with its reason (exit 2), and so is a lock that cannot run where
- * the stock is. Nothing given is ignored in silence. */
+/* rules.c - Which flags go together, and the parse as a whole (the flags read by
+ * config.c, then checked here): a flag that would do nothing with the store or the lock
+ * chosen is refused with its reason (exit 2), and so is a lock that cannot run where the
+ * stock is. Nothing given is ignored in silence. */
 #include "service/config/internal.h"
 
 #include <string.h>
@@ -50,7 +51,9 @@ static const struct idle_flag admin_only[] = {
                "requests name" },
 };
 
-void config_check_store(void)
+/* Exactly one place for the stock, and the flags that go with it and with --set-stock and
+ * --get-stock. */
+static void check_store(void)
 {
     if ((svc.sentinels != NULL) + config_given("redis") + (svc.cluster != NULL) +
         (svc.zookeeper != NULL) > 1)
@@ -67,6 +70,13 @@ void config_check_store(void)
         refuse_given(admin_only, COUNT(admin_only));
     else if (svc.item && svc.items > 0)
         config_fail("--item or --items, not both");
+}
+
+void config_parse(int argc, char **argv, void (*versions)(FILE *out, int tsv))
+{
+    config_read(argc, argv, versions);
+    check_store();
+    config_complete();
 }
 
 /* What a lock reads, for the sale that takes none (atomic). */
