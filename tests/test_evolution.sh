@@ -18,18 +18,23 @@ rc=$?
 cat "$T_TMP/evo.err" "$T_TMP/evo.out"
 check_eq "loadtest/evolution --quick ran every row" 0 "$rc"
 J="$OUT/evolution.json"
-check "it wrote evolution.json" jq -e '.rows | length == 35' "$J"
+check "it wrote evolution.json, a row for each of --quick's list" jq -e --argjson n "$(loadtest/evolution --quick --list | wc -l)" '.rows | length == $n' "$J"
 rows() { jq -r "$1" "$J" 2>/dev/null; }
-while IFS=$'\t' read -r lock scn expect shown flaw over ovl observed; do
+while IFS=$'\t' read -r lock scn expect shown flaw over ovl measure value observed; do
     check_eq "$lock $scn (expect $expect): shown" true "$shown"
     [ "$shown" = true ] || echo "       what it observed: $observed"
+    check "$lock $scn: judged by its measure, $measure ($value)" test "$value" != null
     if [ "$expect" = flaw ]; then
         check_eq "$lock $scn: the run measured the flaw" true "$flaw"
     else
         check_eq "$lock $scn: the run measured no flaw" false "$flaw"
         check_eq "$lock $scn: oversold 0" 0 "$over"
     fi
-done < <(rows '.rows[] | [.lock, .scenario, .expect, .shown, .flaw, .oversold, (.overlaps // 0), .observed] | @tsv')
+done < <(rows '.rows[] | [.lock, .scenario, .expect, .shown, .flaw, .oversold, (.overlaps // 0), .measure, .value, .observed] | @tsv')
+check_eq "every row declares its measure, and carries all of them (null where not measured)" "" \
+    "$(rows '.rows[] | select((.measure | IN("oversold", "lost", "overlaps", "stuck", "gap", "refused", "fairness") | not)
+        or ((.measures // {} | keys) != (["gap_ms", "jain", "lost", "overlaps", "oversold", "refused_409", "refused_503",
+             "refused_by_kind", "sold_short", "stuck"]))) | "\(.lock) \(.scenario)"' | tr '\n' ' ')"
 check "v2 load oversold" jq -e '.rows[] | select(.lock == "v2" and .scenario == "load") | .oversold > 0' "$J"
 check "v4 and v7 long-work: two holders (overlaps) and oversold" \
     jq -e '[.rows[] | select(.scenario == "long-work" and (.lock == "v4" or .lock == "v7")) | (.overlaps > 0 and .oversold > 0)] | all and length == 2' "$J"
@@ -41,7 +46,12 @@ check "v8 pause: two holders" jq -e '.rows[] | select(.lock == "v8" and .scenari
 check "v9 pause: two holders still, but the stale write refused: the paused sale answered 409 lease_lost" \
     jq -e '.rows[] | select(.lock == "v9" and .scenario == "pause") | .overlaps > 0 and .oversold == 0 and (.observed | test("answered 409 lease_lost"))' "$J"
 check "v10 master-down: sales went on with one master of three killed, none oversold" \
-    jq -e '.rows[] | select(.lock == "v10" and .scenario == "master-down") | .oversold == 0 and (.observed | test("killed mid-load: [1-9][0-9]* sales after"))' "$J"
+    jq -e '.rows[] | select(.lock == "v10" and .scenario == "master-down") | .oversold == 0 and .measures.gap_ms >= 0
+        and (.observed | test("killed mid-load: the first sale [0-9]+ ms after the kill, [1-9][0-9]* sales after it"))' "$J"
+check "v10 master-restart (no fsync): the grant forgotten, a second holder beside the first" \
+    jq -e '.rows[] | select(.lock == "v10" and .scenario == "master-restart") | .overlaps > 0 and (.observed | test("the grant forgotten"))' "$J"
+check "v10 master-restart-fsync: the grant kept, no second holder" \
+    jq -e '.rows[] | select(.lock == "v10" and .scenario == "master-restart-fsync") | .overlaps == 0 and (.observed | test("the grant kept"))' "$J"
 check "v10 quorum-lost: every sale failed fast with lock_unavailable, then resumed" \
     jq -e '.rows[] | select(.lock == "v10" and .scenario == "quorum-lost") | (.observed | test("5 of 5 sales answered 503 lock_unavailable.*5 of 5 sold"))' "$J"
 check "v8 failover: the holder's write landed on the promoted replica after B's sales (two holders)" \
@@ -50,6 +60,10 @@ check "v9 failover: the token counter went back; the old holder answered 409 lea
     jq -e '.rows[] | select(.lock == "v9" and .scenario == "failover") | .oversold == 0 and (.observed | test("went back from ([0-9]+) to ") and test("answered 409 lease_lost"))' "$J"
 check "v9 failover-wait: the grant the replica never had did not count (503 lock_unavailable)" \
     jq -e '.rows[] | select(.lock == "v9" and .scenario == "failover-wait") | .oversold == 0 and (.observed | test("answered 503 lock_unavailable"))' "$J"
+check "v9 failover and failover-wait differ in the table's 409/503: 409 lease_lost against 503" \
+    jq -e '[.rows[] | select(.lock == "v9" and (.scenario | startswith("failover")))
+            | [.scenario, .measures.refused_409 > 0, .measures.refused_by_kind.lock_unavailable > 0]]
+           == [["failover", true, false], ["failover-wait", false, true]]' "$J"
 # sentinel-failover (short: 4 s): a lock held at the kill, made certain (a sale working in
 # the lock of a second item); each item sold again within a loose bound (5 s) of the
 # promotion; the history checked. (The evolution's full run reports the 1 s goal.)
@@ -97,7 +111,12 @@ check "the page draws every moment" test "$(grep -c 'class="moment"' "$OUT/repor
     "$(jq '[.rows[] | select(.moment)] | length' "$J")"
 check "long-work rows carry a timeline" jq -e '[.rows[] | select(.scenario == "long-work") | (.timeline | length) > 3] | all' "$J"
 check "it wrote report.html" grep -q '<svg' "$OUT/report.html"
-check "it printed the load table" grep -q 'As expected: v2' "$T_TMP/evo.out"
+check "it printed the load table" grep -q "^The evolution's load rows" "$T_TMP/evo.out"
+check "one judgement, printed once: the load table judges nothing" \
+    bash -c "! grep -qE '^(Not )?[Aa]s expected' '$T_TMP/evo.out'"
+check_eq "the table's legend names every column" "" "$(tr '\n' ' ' < "$T_TMP/evo.out" | tr -s ' ' > "$T_TMP/evo.words"
+    for c in shows: oversold: lost: overlaps: stuck: 'gap ms:' 409/503: jain: '*:' '-:'; do
+        grep -qF " $c " "$T_TMP/evo.words" || echo "$c"; done | tr '\n' ' ')"
 # Every line it printed, progress, tables and all, within 100 columns; the words of what
 # a row observed are on the page and in the JSON, not in the table.
 widest() { awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }' "$@"; }
@@ -125,10 +144,10 @@ check_eq "every row is one of the three" "$(wc -l < "$T_TMP/rows")" \
 # --- The demo's rows (make demo), from their list: not run here ---
 loadtest/evolution --demo --list > "$T_TMP/demo.list"; rc=$?
 check_eq "evolution --demo --list" 0 "$rc"
-awk 'NF == 6 && /^[^ ]/' "$T_TMP/demo.list" > "$T_TMP/demo.rows"   # rows; the notes below are indented
-check_eq "the demo: 22 rows, each marked demo" "22 22" \
+awk 'NF == 7 && /^[^ ]/' "$T_TMP/demo.list" > "$T_TMP/demo.rows"   # rows; the notes below are indented
+check_eq "the demo: 23 rows, each marked demo" "23 23" \
     "$(wc -l < "$T_TMP/demo.rows") $(awk '$6 == "demo"' "$T_TMP/demo.rows" | wc -l)"
-check_eq "the demo: every one on a local stack or v11's ensemble (no test hosts, no cluster)" 22 \
+check_eq "the demo: every one on a local stack or v11's ensemble (no test hosts, no cluster)" 23 \
     "$(awk '$5 == "local" || ($5 == "zookeeper" && $1 == "v11")' "$T_TMP/demo.rows" | wc -l)"
 check_eq "the demo: every version v1..v11 has a row" "v1 v2 v3 v4 v5 v6 v7 v8 v9 v10 v11" \
     "$(awk '{ print $1 }' "$T_TMP/demo.rows" | sort -uV | tr '\n' ' ' | sed 's/ $//')"
@@ -143,36 +162,52 @@ check "the demo: v8 pause, v9 pause" pair v8 pause flaw v9 pause safe
 check "the demo: v8 failover, v9 failover (its token went back) and failover-wait" \
     bash -c "grep -q '^v8 *failover *flaw' '$T_TMP/demo.rows' && grep -q '^v9 *failover *safe' '$T_TMP/demo.rows' && grep -q '^v9 *failover-wait *safe' '$T_TMP/demo.rows'"
 check "the demo: v10 master-down and quorum-lost" pair v10 master-down safe v10 quorum-lost safe
+check "the demo: v10 master-restart (empty: two holders), master-restart-fsync" \
+    pair v10 master-restart flaw v10 master-restart-fsync safe
 check_eq "the demo ends with v11 on ZooKeeper: its load, and the pause v8 failed and v9 fenced" \
     "v11 load safe|v11 pause safe" "$(tail -n 2 "$T_TMP/demo.rows" | awk '{ print $1, $2, $3 }' | paste -sd'|')"
-check_eq "the demo: every flaw row has a later version's safe row of its scenario" "" "$(
-    awk '$3 == "flaw" { f[NR] = $1 " " $2 } $3 == "safe" { s[$2] = s[$2] " " $1 }
+check_eq "the demo: every flaw row has its fix: a later version's safe row of its scenario, or its own version's safe variant of it" "" "$(
+    awk '$3 == "flaw" { f[NR] = $1 " " $2 } $3 == "safe" { s[$2] = s[$2] " " $1; same[$1 " " $2] = 1 }
         END { for (i in f) { split(f[i], a, " "); ok = 0; n = split(s[a[2]], v, " ")
               for (k = 1; k <= n; k++) if (substr(v[k], 2) + 0 > substr(a[1], 2) + 0) ok = 1
+              for (x in same) if (index(x, f[i] "-") == 1) ok = 1
               if (!ok) print f[i] } }' "$T_TMP/demo.rows")"
 check_eq "the demo: each flaw row is a flaw row of the full list" "" \
     "$(awk '$3 == "flaw"' "$T_TMP/demo.rows" | while read -r l s _; do grep -q "^$l *$s *flaw" "$T_TMP/rows" || echo "$l $s"; done)"
-check "the demo names what it left to FULL=1 and why" grep -q "The demo ran 22 of the $(wc -l < "$T_TMP/rows") rows; make demo FULL=1 runs every row" "$T_TMP/demo.list"
+check "the demo names what it left to FULL=1 and why" grep -q "The demo ran 23 of the $(wc -l < "$T_TMP/rows") rows; make demo FULL=1 runs every row" "$T_TMP/demo.list"
 check "  the rows on test hosts, as too long" grep -q '30 rows on test hosts (network namespaces, root only), too long for the demo' "$T_TMP/demo.list"
 check "  the rows on a Redis Cluster, as too long" grep -q '4 rows on a Redis Cluster (six nodes), too long for the demo' "$T_TMP/demo.list"
 check "  v11's other rows, left for time" grep -q "rows more of the lessons of v11 on its ZooKeeper ensemble, left for time" "$T_TMP/demo.list"
 check_eq "  every scenario left out, named" "" "$(awk '$6 != "demo" { print $2 }' "$T_TMP/rows" | sort -u |
     while read -r s; do tr -s '\n ' '  ' < "$T_TMP/demo.list" | grep -qE " $s \(" || echo "$s"; done | tr '\n' ' ')"
 check "  within 100 columns" test "$(widest "$T_TMP/demo.list")" -le 100
-# The table of a full run (make demo FULL=1), from every row with its widest figures.
-while read -r l s e f _; do
-    jq -nc --arg l "$l" --arg s "$s" --arg e "$e" --arg f "$f" \
+# The table of a full run (make demo FULL=1), from every row with its widest figures (and
+# v2's load sold short).
+while read -r l s e f _ _ m; do
+    jq -nc --arg l "$l" --arg s "$s" --arg e "$e" --arg f "$f" --arg m "$m" \
         --arg t "$(build/inventory-service --list-versions | awk -F'\t' -v v="$l" '$1 == v { print $3 }')" \
-        '{lock: $l, scenario: $s, expect: $e, fault: $f, technique: $t, shown: ($s != "load"),
-          sold: 1234567, oversold: -123456, overlaps: 1234567, timeouts: 123456, sales_per_s: 123456,
-          p99_ms: 12345.67, observed: ("words that stay on the page " * 20)}'
+        '{lock: $l, scenario: $s, expect: $e, fault: $f, technique: $t, measure: $m, shown: ($s != "load"),
+          sold: 1234567, oversold: (if $l == "v2" and $s == "load" then -123456 else 1234567 end),
+          overlaps: 1234567, timeouts: 123456, sales_per_s: 123456, p99_ms: 12345.67,
+          measures: {oversold: (if $l == "v2" and $s == "load" then 0 else 1234567 end),
+                     sold_short: (if $l == "v2" and $s == "load" then 123456 else 0 end),
+                     lost: 99999, overlaps: 1234567, stuck: 123456, gap_ms: 99999,
+                     refused_409: 123456, refused_503: 1234567, refused_by_kind: {}, jain: 0.12345},
+          observed: ("words that stay on the page " * 20)}'
 done < "$T_TMP/rows" | jq -s '{rows: .}' > "$T_TMP/full.json"
 loadtest/evolution --table "$T_TMP/full.json" > "$T_TMP/full.table"
-check_eq "a full run's table: its $(wc -l < "$T_TMP/rows") rows, the header, 'the versions:' and 12 versions" \
-    $(( $(wc -l < "$T_TMP/rows") + 14 )) "$(grep -c . "$T_TMP/full.table")"
+check_eq "a full run's table: its $(wc -l < "$T_TMP/rows") rows and the header, before the legend" \
+    $(( $(wc -l < "$T_TMP/rows") + 1 )) "$(awk '/^$/ { exit } { n++ } END { print n }' "$T_TMP/full.table")"
 check "  within 100 columns (widest $(widest "$T_TMP/full.table"))" test "$(widest "$T_TMP/full.table")" -le 100
-check "  the longest scenario whole" grep -q '^v8 *sentinel-partition-min1 *flaw *shown *1234567 *-123456 *1234567 *123456 *- *-$' "$T_TMP/full.table"
+check "  the longest scenario whole, its measure marked, counts over 100,000 in thousands" \
+    grep -qE '^v8 +sentinel-partition-min1 +flaw +1234k +99999\* +1234k +123k +99999 +123k/1234k +0.12$' "$T_TMP/full.table"
+check "  a row sold short says so, not a negative oversold" grep -qE '^v2 +load +NO-FLAW +short\*' "$T_TMP/full.table"
+check "  and is named under the table" grep -q '^sold short: v2 load: the stock fell 123456 more than was sold' "$T_TMP/full.table"
 check "  v10's technique whole" grep -qx '  v10    v9 on a quorum of N independent masters (--lock-redis), validity on a monotonic clock' "$T_TMP/full.table"
+check_eq "  v11's technique whole, wrapped at a word under its column" \
+    "$(build/inventory-service --list-versions | awk -F'\t' '$1 == "v11" { print $3 }')" \
+    "$(awk '/^  v11 / { on = 1; sub(/^  v11 +/, ""); t = $0; next } on && /^         [^ ]/ { sub(/^ +/, ""); t = t " " $0; next }
+            { on = 0 } END { print t }' "$T_TMP/full.table")"
 check "  no observed words" bash -c "! grep -q 'words that stay' '$T_TMP/full.table'"
 servers > "$T_TMP/after"
 check_eq "it left no server running" "" "$(comm -13 "$T_TMP/before" "$T_TMP/after" | tr '\n' ' ')"
