@@ -122,8 +122,10 @@ fuzz: deps build/fuzz_parse build/fuzz_answer
 	build/fuzz_parse -max_total_time=$(FUZZ_SECONDS) build/fuzz_corpus tests/fuzz_corpus
 	build/fuzz_answer -max_total_time=$(FUZZ_SECONDS) build/fuzz_corpus_answer tests/fuzz_corpus_answer
 
-build/evolution-report: build/loadtest/report.o build/loadtest/report_moment.o build/loadtest/report_html.o
-	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
+REPORT_OBJ := $(patsubst %,build/loadtest/%.o,report report_measures report_bars report_timeline \
+                                              report_moment report_html)
+build/evolution-report: $(REPORT_OBJ)
+	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS) -lm
 
 # The load client that records a sale history (loadtest/load.c says why wrk cannot).
 LOAD_OBJ := $(patsubst %,build/loadtest/%.o,load load_conn answer load_opts load_target load_record load_hist)

@@ -1,74 +1,93 @@
 #!/usr/bin/env bash
-# test_report.sh - build/evolution-report on a fixture: the HTML, bad input, and a Chromium screenshot.
-# The fixture is made-up data shaped like results/evolution.json (v1..v8 plus "fenced");
-# the screenshot is decoded by tests/png_stats.py to prove the charts are really drawn.
+# test_report.sh - build/evolution-report on fixtures: the HTML, bad input, and the page in
+# headless Chromium (tests/cdp.js): what it draws, its legends, and its text at 420 px.
+# The fixture is made-up data shaped like results/evolution.json: every version of
+# --list-versions but none, each with a load row, and the rows that show each flaw, with
+# their "measure" and "measures"; one row as an older run wrote it (no "measures").
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
 
 REPORT=${REPORT_BIN:-build/evolution-report}
 CHROMIUM=${CHROMIUM:-chromium}
-# The chart colours of loadtest/report.c (REPORT_COLOUR_*).
+# The chart colours (loadtest/report_measures.c, report_timeline.c): oversold, sales/s,
+# stock, sold, and a "NOT shown" verdict's background.
 C_OVERSOLD=d62728 C_RPS=1f77b4 C_STOCK=2ca02c C_SOLD=ff7f0e C_MISS=ffd7d7
 
-# timeline STOCK STEP EXTRA: [t_ms, stock, sold] every 100 ms for 3 s; STEP sold per
-# sample; EXTRA sold beyond the stock (an oversell) spread over the second half.
-timeline() {
-    jq -nc --argjson stock "$1" --argjson step "$2" --argjson extra "$3" '
-        [range(0; 3001; 100) as $t
-         | ([$t / 100 * $step, $stock] | min) as $sold
-         | (if $t > 1500 then $sold + ($extra * ($t - 1500) / 1500 | floor) else $sold end) as $sold
-         | [$t, ([$stock - $sold, 0] | max), $sold]]'
-}
-
-# row LOCK TECHNIQUE SCENARIO EXPECT SHOWN OBSERVED OVERSOLD OVERLAPS TIMEOUTS RPS [TIMELINE]
+# row LOCK SCENARIO EXPECT MEASURE MEASURES [EXTRA]: one row of the lock's own flaws (the
+# default); MEASURES: what its run measured (the other keys 0, lost and gap_ms null: not
+# measured); EXTRA: its other fields. MEASURE "": it declares none.
 row() {
-    jq -nc --arg lock "$1" --arg technique "$2" --arg scenario "$3" --arg expect "$4" \
-        --argjson shown "$5" --arg observed "$6" --argjson oversold "$7" --argjson overlaps "$8" \
-        --argjson timeouts "$9" --argjson rps "${10}" --argjson timeline "${11:-null}" '
-        {$lock, $technique, $scenario, $expect, $shown, $observed, $oversold, $overlaps,
-         $timeouts, foreign_deletes: 0, requests: 240, ok: 60, sold_out: 180, errors: 0,
-         sold: 60, remaining: 0, $rps, p50_ms: 3.1, p99_ms: 40.2}
-        + if $timeline then {$timeline} else {} end'
+    local extra=${6:-}
+    jq -nc --arg lock "$1" --arg scenario "$2" --arg expect "$3" --arg measure "$4" \
+        --argjson m "$5" --argjson extra "${extra:-{\}}" '
+        ({oversold: 0, sold_short: 0, lost: null, overlaps: 0, stuck: 0, gap_ms: null,
+          refused_409: 0, refused_503: 0} + $m) as $ms
+        | {$lock, technique: "the technique of \($lock)", $scenario, $expect, fault: "lock",
+           shown: true, observed: "\($lock) \($scenario) as expected",
+           measure: (if $measure == "" then null else $measure end), measures: $ms,
+           oversold: $ms.oversold, overlaps: $ms.overlaps, timeouts: $ms.stuck,
+           stock: 300, connections: 40, duration_s: 3, sold: 300, remaining: 0,
+           p99_ms: 40.2} + $extra'
+}
+# load_row LOCK SALES_PER_S SELL_MS: a version's load row.
+# Its overlaps not measured (no probe under load), as a load row's are.
+load_row() { row "$1" load safe "" '{"overlaps": null}' "{\"sales_per_s\": $2, \"sell_ms\": $3}"; }
+
+# timeline [BACK]: [t_ms, stock, sold] every 200 ms for 3 s from a stock of 40, two sold a
+# sample; from 2.6 s on, the stock BACK higher (a stale write put it back up).
+timeline() {
+    jq -nc --argjson back "${1:-0}" '[range(0; 3001; 200) as $t | ([$t / 100, 40] | min) as $sold
+             | [$t, 40 - $sold + (if $t >= 2600 then $back else 0 end), $sold]]'
 }
 
 IN=$T_TMP/evolution.json
 OUT=$T_TMP/report.html
 {
-    row v1 "pthread mutex in the process" load safe true "sold 60 of 60, oversold 0" 0 0 0 1480.5
-    row v2 "pthread mutex, two instances behind nginx" load flaw true "sold 97 of 60, oversold 37" 37 41 0 1622.0
-    row v3 "SETNX lock id, spin with sleep; DEL" load safe true "sold 60 of 60" 0 0 0 905.3
-    row v3 "SETNX lock id, spin with sleep; DEL" crash flaw true "holder killed; 118 sales timed out" 0 0 118 0
-    row v4 "SET lock id NX PX ttl; DEL" load safe true "sold 60 of 60" 0 0 0 932.7
-    row v4 "SET lock id NX PX ttl; DEL" crash safe true "holder killed; sales resumed after 500 ms" 0 0 0 0
-    row v4 "SET lock id NX PX ttl; DEL" long-work flaw true \
-        "one sale worked 1500 ms with a 500 ms lease; overlaps 3" 12 3 0 0 "$(timeline 200 9 12)"
-    row v5 "SET NX PX; GET, compare, then DEL (two commands)" load safe true "sold 60 of 60" 0 0 0 871.9
-    row v5 "SET NX PX; GET, compare, then DEL (two commands)" release-gap flaw false \
-        "the GET/DEL gap was not hit in 20 tries" 0 0 0 0
-    row v6 "SET NX PX; Lua compare-and-delete" load safe true "sold 60 of 60" 0 0 0 910.2
-    row v6 "SET NX PX; Lua compare-and-delete" nested flaw true "nested call waited on itself: 20 timeouts" 0 0 20 0
-    row v7 "Lua hash {owner: count}, HINCRBY + PEXPIRE; Lua release" load safe true "sold 60 of 60" 0 0 0 845.0
-    row v7 "Lua hash {owner: count}, HINCRBY + PEXPIRE; Lua release" long-work flaw true \
-        "lease ran out mid-work; overlaps 2" 5 2 0 0 "$(timeline 200 8 5)"
-    row v8 "v7 + watchdog renewal every ttl/3 while held" load safe true "sold 60 of 60" 0 0 0 830.4
-    row v8 "v7 + watchdog renewal every ttl/3 while held" long-work safe true \
-        "lease renewed 9 times; overlaps 0" 0 0 0 0 "$(timeline 200 7 0)"
-    row v8 "v7 + watchdog renewal every ttl/3 while held" pause flaw true "SIGSTOP 1500 ms: stale write, oversold 1" 1 1 0 0
-    row fenced "SET NX PX + token; write only if token > last" pause safe true \
-        "stale write refused: token 41 < 42 ('fenced')" 0 0 0 0
+    load_row v1 2600 115   # its 300 sales over in 115 ms: not a rate
+    row v2 load flaw oversold '{"oversold": 162}' '{"sales_per_s": 2492, "sell_ms": 1200, "sold": 462}'
+    load_row v3 2100 1400
+    row v3 crash flaw stuck '{"stuck": 3}' '{"sold": 1, "remaining": 1999}'
+    load_row v4 1823 1600
+    row v4 long-work flaw oversold '{"oversold": 18, "overlaps": 44}' \
+        "{\"stock\": 40, \"sold\": 45, \"remaining\": 13, \"elapsed_ms\": 3437, \"timeline\": $(timeline 7)}"
+    # As an older run wrote it: no "measures" (its oversold, lock timeouts, 503s stand in).
+    jq -nc '{lock: "v4", technique: "the technique of v4", scenario: "crash", expect: "safe",
+             shown: true, observed: "sales resumed", oversold: 0, overlaps: 0, lock_timeouts: 0,
+             unavailable: 2}'
+    load_row v5 1251 1300
+    row v5 release-gap flaw oversold '{"oversold": 1, "overlaps": 1}'   # a single unit
+    load_row v6 2231 1100
+    row v6 nested flaw stuck '{"stuck": 5}' '{"sold": 0}'
+    load_row v7 2136 1200
+    row v7 long-work flaw overlaps '{"overlaps": 10, "oversold": 1}'
+    load_row v8 2048 1500
+    row v8 pause flaw oversold '{"oversold": 1, "overlaps": 32}'
+    row v8 long-work safe oversold '{}' "{\"stock\": 40, \"sold\": 30, \"remaining\": 10, \"timeline\": $(timeline)}"
+    row v8 sentinel-partition flaw lost '{"lost": 14720, "gap_ms": 2100}' '{"fault": "redis"}'
+    load_row v9 1541 1900
+    row v9 pause safe refused '{"refused_409": 1, "overlaps": 33}' \
+        '{"technique": "v8 + a token per grant; write only if token > last",
+          "observed": "stale write refused: token 41 < 42 ('"'fenced'"')"}'
+    load_row v10 821 3000
+    row v10 quorum-lost safe refused '{"refused_503": 4}' '{"fault": "redis", "shown": false}'
+    load_row v11 400 2900
+    row v11 zk-leader-kill safe gap '{"gap_ms": 1800}' '{"fault": "zookeeper"}'
+    row atomic sentinel-failover safe "" '{}' '{"fault": "redis"}'
 } | jq -s '{generated: "2026-11-23T10:00:00Z", runs: 1, rows: .}' > "$IN"
-# Two rows captured their moment (loadtest/moment.jq's shape): v4 long-work's overlap and
-# fenced's refused write.
+# Two rows captured their moment (loadtest/moment.jq's shape): v4 long-work's overlap, its
+# lanes as moment.jq sorts them (as strings: /11 before /2), and v9's refused write.
 jq '.rows |= map(
       if .lock == "v4" and .scenario == "long-work" then . + {moment: {kind: "overlap",
           at_ms: 400, span_ms: 2000, lanes: [
-            {name: "inventory-8081/1", bars: [[0, 1500, true]], marks: [[900, "lost"]]},
-            {name: "inventory-8082/2", bars: [[400, 700, true], [800, 1000, true]],
+            {name: "inventory-8081/11", bars: [[0, 1500, true]], marks: [[900, "lost"]]},
+            {name: "inventory-8081/12", bars: [], marks: [[300, "deleted"]]},
+            {name: "inventory-8081/2", bars: [[400, 700, true], [800, 1000, true]],
              marks: [[700, "released"]]},
-            {name: "inventory-8083/1", bars: [], marks: [[300, "deleted"]]}],
-          deleted: {by: "inventory-8083/1", of: "inventory-8081/1", at_ms: 300}}}
-      elif .lock == "fenced" then . + {moment: {kind: "fenced", at_ms: 400, span_ms: 2000,
+            {name: "inventory-8082/1", bars: [[1600, 1800, false]], marks: []}],
+          deleted: {by: "inventory-8081/12", of: "inventory-8081/11", at_ms: 300}}}
+      elif .lock == "v9" and .scenario == "pause" then . + {moment: {kind: "fenced",
+          at_ms: 400, span_ms: 2000,
           lanes: [{name: "inventory-8081/1", bars: [[100, 300, false]],
                    marks: [[150, "renewed"], [400, "fenced"]]}]}}
       else . end)' "$IN" > "$IN.tmp" && mv "$IN.tmp" "$IN"
@@ -117,87 +136,102 @@ check "empty rows: says no data" grep -q 'no data' "$T_TMP/empty.html"
 check "empty rows: no chart" bash -c "! grep -q '<svg' '$T_TMP/empty.html'"
 check "empty rows: no moment, said so" grep -q 'no row captured the moment' "$T_TMP/empty.html"
 
-cat > "$T_TMP/sparse.json" <<'EOF'
+cat > "$T_TMP/sparse.json" <<'JSON'
 {"rows": [{"lock": "v1"}, {"scenario": "long-work", "timeline": []},
           {"lock": "v4", "scenario": "long-work", "timeline": [[0, 1], "x", [5, 2, 3]]},
           {"lock": "v2", "scenario": "load", "rps": "fast", "oversold": 4}]}
-EOF
+JSON
 "$REPORT" "$T_TMP/sparse.json" "$T_TMP/sparse.html"; rc=$?
 check_eq "missing fields: exit 0" 0 "$rc"
-check_eq "missing fields: one chart (oversold), no line chart" 1 "$(grep -c '<svg' "$T_TMP/sparse.html")"
-check_eq "missing fields: no data for rps, the store's failures, two timelines, the moments and the traces" 6 "$(grep -c 'no data' "$T_TMP/sparse.html")"
+check_eq "missing fields: the six measures' charts and sales/s, no timeline" "7 0" \
+    "$(grep -c '<svg class="bars"' "$T_TMP/sparse.html") $(grep -c '<svg class="timeline"' "$T_TMP/sparse.html")"
+check_eq "missing fields: no data for two timelines, the moments and the traces" 4 "$(grep -c 'no data' "$T_TMP/sparse.html")"
 check "missing fields: dashes in the table" grep -q '<tr><td>v1</td><td>-</td><td>-</td>' "$T_TMP/sparse.html"
+check "missing fields: the title names the versions" grep -q '<h1>Lock evolution: v1, v2, v4</h1>' "$T_TMP/sparse.html"
+check "missing fields: v2's oversold 4 drawn (an older row)" grep -q 'class="m-oversold" data-line="v2"' "$T_TMP/sparse.html"
+check_eq "missing fields: v1's load rate, v2's, v4's: none measured, none drawn" 3 \
+    "$(awk '/data-measure="rate"/,/<\/svg>/' "$T_TMP/sparse.html" | grep -c 'class="m-nm"')"
 
 # --- The fixture page ---
 "$REPORT" "$IN" "$OUT"; rc=$?
 check_eq "fixture: exit 0" 0 "$rc"
-check_eq "table: one line per row" 17 "$(grep -c '^<tr><td>' "$OUT")"
-check "table: v2 load row with its oversold" grep -qF \
-    '<tr><td>v2</td><td>pthread mutex, two instances behind nginx</td><td>load</td><td>flaw</td><td>sold 97 of 60, oversold 37</td><td class="num">37</td><td class="num">41</td><td class="num">0</td><td class="verdict">shown</td></tr>' "$OUT"
-check "table: v4 long-work row" grep -qF \
-    '<tr><td>v4</td><td>SET lock id NX PX ttl; DEL</td><td>long-work</td><td>flaw</td><td>one sale worked 1500 ms' "$OUT"
-check "table: v8 pause row" grep -qF '<td>v8</td><td>v7 + watchdog renewal every ttl/3 while held</td><td>pause</td>' "$OUT"
+check_eq "table: one line per row" "$(jq '.rows | length' "$IN")" "$(grep -c '^<tr><td>' "$OUT")"
+check "title: the versions of the rows, v1 to v11 and atomic" \
+    grep -qF '<h1>Lock evolution: v1 to v11 (and atomic)</h1>' "$OUT"
+check "title: the page's too" grep -qF '<title>Lock evolution report: v1 to v11 (and atomic)</title>' "$OUT"
+check "table: v3 crash, its measure stuck 3" grep -qF \
+    '<td>v3</td><td>the technique of v3</td><td>crash</td><td>flaw</td><td>v3 crash as expected</td><td class="own">stuck <b>3</b></td>' "$OUT"
+check "table: v9 pause, its measure refused: one 409, no 503" grep -qF \
+    '<td class="own">refused <b>1</b> (409), <b>0</b> (503)</td>' "$OUT"
+check "table: a measure not measured is a dash, not 0 (v1 load's overlaps)" grep -qF \
+    '<td>v1 load as expected</td><td class="own">-</td><td class="num">300</td><td class="num">0</td><td class="num nm" title="not measured">-</td><td class="num">0</td>' "$OUT"
+check "table: an older row (no measures): its oversold, overlaps, lock timeouts" grep -qF \
+    '<td>sales resumed</td><td class="own">-</td><td class="num">-</td><td class="num">0</td><td class="num">0</td><td class="num">0</td>' "$OUT"
 check_eq "verdict: one NOT shown" 1 "$(grep -c 'NOT shown</td>' "$OUT")"
-check "verdict: NOT shown on v5 release-gap, highlighted" grep -qE \
-    '<td>v5</td>.*<td>release-gap</td>.*<td class="verdict miss">NOT shown</td>' "$OUT"
+check "verdict: NOT shown on v10 quorum-lost, highlighted" grep -qE \
+    '<td>v10</td>.*<td>quorum-lost <small.*<td class="verdict miss">NOT shown</td>' "$OUT"
 check "escaped: > and < and ' in text" grep -qF \
     'token &gt; last</td><td>pause</td><td>safe</td><td>stale write refused: token 41 &lt; 42 (&#39;fenced&#39;)</td>' "$OUT"
 check "escaped: no raw '> last'" bash -c "! grep -q 'token > last' '$OUT'"
-check_eq "charts: 2 bar charts + 3 timelines + 2 moments" 7 "$(grep -c '<svg' "$OUT")"
-check "oversold chart: bar labelled v2 with 37" grep -qE \
-    'class="value" text-anchor="middle">37</text><text [^>]*class="label" text-anchor="middle">v2</text>' "$OUT"
-check "sales/s chart: v1 bar at 1480.5" grep -qE \
-    'class="value" text-anchor="middle">1480.5</text><text [^>]*class="label" text-anchor="middle">v1</text>' "$OUT"
-check_eq "sales/s chart: a bar per version with a load row" 8 "$(grep -v 'height="12"' "$OUT" | grep -c "fill=\"#$C_RPS\"")"
-check_eq "timelines: stock and sold lines per long-work row" 6 "$(grep -c '<polyline' "$OUT")"
-check_eq "timelines: a legend each" 3 "$(grep -c '>stock</text>' "$OUT")"
-check_eq "moments: one frozen timeline per row that captured one" 2 "$(grep -c 'class="moment"' "$OUT")"
-check_eq "moments: the overlapping sections in red" 3 "$(grep -c 'height="12" fill="#d62728"' "$OUT")"
-check_eq "moments: a section alone in blue" 1 "$(grep -c 'height="12" fill="#1f77b4"' "$OUT")"
-check "moments: the refused write marked" grep -q 'fill="#9467bd"><title>write refused by the fence' "$OUT"
-check "moments: the lost lease marked" grep -q 'fill="#ff7f0e"><title>lease lost' "$OUT"
+check_eq "charts: 6 measures + sales/s + 2 timelines + 2 moments" "7 2 2" \
+    "$(grep -c '<svg class="bars"' "$OUT") $(grep -c '<svg class="timeline"' "$OUT") $(grep -c 'class="moment"' "$OUT")"
+# value MEASURE LINE GROUP [N]: the figure drawn for that line's first (or Nth) series in
+# that chart.
+value() {
+    awk -v m="data-measure=\"$1\"" 'index($0, m) { on = 1 } on { print } on && /<\/svg>/ { exit }' "$OUT" |
+        grep -oE "<text class=\"value[^\"]*\" data-line=\"$2\" data-group=\"$3\"[^>]*>[0-9.]+" |
+        sed -n "${4:-1}p" | sed 's/.*>//'
+}
+check_eq "oversold: v2's 162, from its load row" 162 "$(value oversold v2 lock)"
+check_eq "oversold: v5's single unit" 1 "$(value oversold v5 lock)"
+check_eq "stuck: v3's stuck lock, 3 sales" 3 "$(value stuck v3 lock)"
+check_eq "stuck: v6's nested acquire, 5" 5 "$(value stuck v6 lock)"
+check_eq "lost: v8's partition, with the store failing underneath" 14720 "$(value lost v8 store)"
+check_eq "gap: v11's leader killed, 1800 ms" 1800 "$(value gap v11 store)"
+check_eq "refused: v4's 409s (its load row's) and the older row's 503s" "0 2" \
+    "$(value refused v4 lock 1) $(value refused v4 lock 2)"
+check "sales/s: the caption says how the load rows ran" grep -qF \
+    'each version&#39;s load row only: stock 300, connections 40, for 3 s, the same for every version' "$OUT"
+check "sales/s: v1's 115 ms is not a rate, said so" grep -qF \
+    'too short to be a rate: 300 sold in 115 ms' "$OUT"
+check "timeline: it ends at the table's figures" grep -qF \
+    '45 sold, 13 left of 40, oversold 18' "$OUT"
+check_eq "timeline: the stock going back up, marked where it did" 1 "$(grep -c 'class="m-rise"' "$OUT")"
+check "timeline: and said" grep -qF \
+    'At 2.6 s the stock went back up, from 16 to 21 while sales went on' "$OUT"
+check "moments: a release that deleted another's lock, marked with a cross" grep -q 'class="m-deleted deleted".*<title>its DEL removed' "$OUT"
+check "  and named in the caption" grep -q 'the release of inventory-8081/12 (its DEL, black cross) removed the lock of inventory-8081/11' "$OUT"
 check "moments: the axis counts from the moment" grep -q '>+0 ms</text>' "$OUT"
-check "moments: a release that deleted another's lock, marked with a cross" grep -q 'class="deleted".*<title>its DEL removed' "$OUT"
-check "  and named in the caption" grep -q 'the release of inventory-8083/1 (its DEL, black cross) removed the lock of inventory-8081/1' "$OUT"
+
 # --- The lock's own flaws apart from the store failing underneath ("fault") ---
 # A Redis partition's losses (v8 sentinel-partition, 14,720) must not be drawn beside the
-# lock's flaws (v4's 17) as if v8 were the worst lock: each in its own chart.
+# lock's flaws (v4's 17) as if v8 were the worst lock: its line is under the store's.
 {
-    row v2 "pthread mutex, two instances behind nginx" load flaw true "sold 97 of 60" 37 41 0 1622.0
-    row v4 "SET lock id NX PX ttl; DEL" long-work flaw true "overlaps 3" 17 3 0 0 | jq -c '. + {fault: "lock"}'
-    row v8 "v7 + watchdog renewal every ttl/3 while held" pause flaw true "oversold 1" 1 1 0 0 | jq -c '. + {fault: "lock"}'
-    row v8 "v7 + watchdog renewal every ttl/3 while held" sentinel-partition flaw true \
-        "acknowledged sales lost 14720" 14720 0 0 0 | jq -c '. + {fault: "redis"}'
-    row v9 "v8 + a fencing token per grant" failover safe true "oversold 0" 0 0 0 0 | jq -c '. + {fault: "redis"}'
-    row v11 "a sequential node of ZooKeeper, the write fenced by it" zk-leader-kill safe true "oversold 0" 0 0 0 0 |
-        jq -c '. + {fault: "zookeeper"}'
+    row v2 load flaw oversold '{"oversold": 37}' '{"fault": null}' | jq -c 'del(.fault, .measures)'
+    row v4 long-work flaw oversold '{"oversold": 17}'
+    row v8 pause flaw oversold '{"oversold": 1}'
+    row v8 sentinel-partition flaw lost '{"oversold": 14720}' '{"fault": "redis"}'
+    row v9 failover safe oversold '{}' '{"fault": "redis"}'
+    row v11 zk-leader-kill safe gap '{}' '{"fault": "zookeeper"}'
 } | jq -s '{generated: "2026-11-23T10:00:00Z", runs: 1, rows: .}' > "$T_TMP/fault.json"
 "$REPORT" "$T_TMP/fault.json" "$T_TMP/fault.html"; rc=$?
 check_eq "fault: written" 0 "$rc"
-# chart LABEL: the one SVG whose aria-label starts with LABEL.
-chart() { awk -v l="aria-label=\"$1" 'index($0, l) { on = 1 } on { print } on && /<\/svg>/ { exit }' "$T_TMP/fault.html"; }
-lock_chart=$(chart "oversold per version, the lock&#39;s own flaws")
-redis_chart=$(chart "oversold per version, the store failing underneath")
-bar() { grep -qE "class=\"value\" text-anchor=\"middle\">$1</text><text [^>]*class=\"label\" text-anchor=\"middle\">$2</text>"; }
-check "fault: the lock's chart is drawn" test -n "$lock_chart"
-check "fault: the store's chart is drawn, apart" test -n "$redis_chart"
-check "fault: the lock's chart: v4 long-work's 17" bar 17 v4 <<< "$lock_chart"
-check "fault: the lock's chart: v2 (a row with no fault field counts as the lock's) 37" bar 37 v2 <<< "$lock_chart"
-check "fault: the lock's chart: v8 at its pause's 1, not the partition's 14720" bar 1 v8 <<< "$lock_chart"
-check "fault: the lock's chart has no 14720 at all" bash -c "! grep -q '>14720<' <<< \"\$1\"" _ "$lock_chart"
-check "fault: the store's chart: v8 sentinel-partition's 14720" bar 14720 v8 <<< "$redis_chart"
-check "fault: the store's chart: v9 failover's 0" bar 0 v9 <<< "$redis_chart"
-check "fault: the store's chart has no bar of the lock's rows (v2, v4)" \
-    bash -c "! grep -qE '>(v2|v4)</text>' <<< \"\$1\"" _ "$redis_chart"
-check "fault: the store's bars in their own colour, none in the lock's chart" bash -c \
-    "grep -q 'fill=\"#8c564b\"' <<< \"\$1\" && ! grep -q 'fill=\"#8c564b\"' <<< \"\$2\"" _ "$redis_chart" "$lock_chart"
+OUT_MAIN=$OUT OUT=$T_TMP/fault.html
+check_eq "fault: the lock's own: v4's 17" 17 "$(value oversold v4 lock)"
+check_eq "fault: the lock's own: v2 (a row with no fault field) 37" 37 "$(value oversold v2 lock)"
+check_eq "fault: the lock's own: v8 at its pause's 1, not the partition's 14720" 1 "$(value oversold v8 lock)"
+check_eq "fault: the store failing underneath: v8's 14720" 14720 "$(value oversold v8 store)"
+check_eq "fault: the store failing underneath: v9 failover's 0, v11's 0" "0 0" \
+    "$(value oversold v9 store) $(value oversold v11 store)"
+check_eq "fault: no store line for v2, v4" "" "$(value oversold v2 store)$(value oversold v4 store)"
+check "fault: under its heading" grep -q 'class="group" [^>]*>the store failing underneath</text>' "$OUT"
+OUT=$OUT_MAIN
+check "fault: without a store's row, no heading" bash -c "! grep -q 'class=\"group\"' '$T_TMP/sparse.html'"
 check "fault: the table says which row Redis failed under" grep -qF \
     '<td>sentinel-partition <small class="fault">(Redis failed underneath)</small></td>' "$T_TMP/fault.html"
 check_eq "fault: and only that one and v9 failover" 2 "$(grep -c 'Redis failed underneath)</small>' "$T_TMP/fault.html")"
 check "fault: the table says which row ZooKeeper failed under" grep -qF \
     '<td>zk-leader-kill <small class="fault">(ZooKeeper failed underneath)</small></td>' "$T_TMP/fault.html"
-check "fault: the store's chart: v11 zk-leader-kill's 0, beside Redis's" bar 0 v11 <<< "$redis_chart"
-check "fault: without a store's row, the store's chart says no data" grep -q 'no data: no row of the store failing underneath' "$OUT"
 
 # With model/check's results: each counterexample's diagram, beside the run's moment.
 printf 'A: acquire ok\nA: works 4 ticks\nA%ss lease expires\nB: acquire ok\n=> mutex is broken here\n' "'" \
@@ -223,13 +257,15 @@ check "self-contained: no external src/href" bash -c \
 check "self-contained: no http(s) URL at all" bash -c "! grep -Eiq 'https?://' '$OUT'"
 check "self-contained: no script" bash -c "! grep -qi '<script' '$OUT'"
 
-# --- The page in a browser: the charts must really be drawn ---
+# --- The page in a browser: what it draws, its legends, its text on a phone ---
 if ! command -v "$CHROMIUM" >/dev/null 2>&1; then
     check "chromium installed (deploy/install-deps installs it): '$CHROMIUM' not found" false
+elif ! command -v node >/dev/null; then
+    check "node installed (deploy/install-deps installs it)" false
 else
     timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
         --disable-background-networking --disable-component-update --disable-sync \
-        --user-data-dir="$T_TMP/chrome" --window-size=1200,2400 \
+        --user-data-dir="$T_TMP/chrome" --window-size=1200,4800 \
         --screenshot="$T_TMP/shot.png" "file://$OUT" >"$T_TMP/chrome.log" 2>&1
     check "screenshot taken" test -s "$T_TMP/shot.png"
     [ -s "$T_TMP/shot.png" ] || tail -5 "$T_TMP/chrome.log"
@@ -239,14 +275,13 @@ else
             > "$T_TMP/stats" 2>&1
         cat "$T_TMP/stats"
         ge() { [ "${1:-0}" -ge "$2" ]; }
-        check_eq "screenshot: 1200x2400" "1200 2400" "$(px size "$T_TMP/stats") $(awk '$1 == "size" { print $3 }' "$T_TMP/stats")"
         check "screenshot: not a blank page" ge "$(px nonwhite "$T_TMP/stats")" 100000
-        # The v2 bar alone is about 40 x 220 px; every rps bar is over 100 px tall.
-        check "screenshot: oversold bars drawn" ge "$(px $C_OVERSOLD "$T_TMP/stats")" 5000
-        check "screenshot: sales/s bars drawn" ge "$(px $C_RPS "$T_TMP/stats")" 20000
-        # Legends are 3 x 196 px; the lines themselves add well over 1000 px each colour.
-        check "screenshot: stock lines drawn" ge "$(px $C_STOCK "$T_TMP/stats")" 2000
-        check "screenshot: sold lines drawn" ge "$(px $C_SOLD "$T_TMP/stats")" 2000
+        # v2's oversold bar alone is about 120 x 14 px; each rate bar over 1000 px.
+        check "screenshot: oversold bars drawn" ge "$(px $C_OVERSOLD "$T_TMP/stats")" 3000
+        check "screenshot: sales/s bars drawn" ge "$(px $C_RPS "$T_TMP/stats")" 10000
+        # Two timelines; a line is 3 px wide and some 300 px long, anti-aliased.
+        check "screenshot: stock line drawn" ge "$(px $C_STOCK "$T_TMP/stats")" 1000
+        check "screenshot: sold line drawn" ge "$(px $C_SOLD "$T_TMP/stats")" 1000
         check "screenshot: NOT shown highlighted" ge "$(px $C_MISS "$T_TMP/stats")" 500
     fi
     # The counter must tell a page without charts apart: the empty page has none of the colours.
@@ -258,19 +293,49 @@ else
         > "$T_TMP/empty.stats" 2>&1
     check_eq "empty page screenshot: no chart colour at all" "0 0 0 0" \
         "$(awk 'NR > 2 { printf "%s%s", sep, $2; sep = " " }' "$T_TMP/empty.stats")"
-    # On a phone-sized screen (390 px wide): nothing wider than the screen but the table's
-    # own scroll box; the frozen timelines scale down to fit.
-    if command -v node >/dev/null; then
-        CHROMIUM=$CHROMIUM CDP_EVAL='JSON.stringify([document.documentElement.scrollWidth, Math.round(document.querySelector("svg.moment").getBoundingClientRect().width), Math.round(document.querySelector(".scroll").getBoundingClientRect().width)])' \
-            node tests/cdp.js "file://$OUT" 2 "$T_TMP/phone.json" "$T_TMP/phone.png" 390x800 2>"$T_TMP/phone.err"
-        read -r page_w svg_w table_w <<< "$(jq -r '.samples[-1].eval | fromjson | map(tostring) | join(" ")' "$T_TMP/phone.json" 2>/dev/null)"
-        echo "       phone: page ${page_w:-?} px, a moment ${svg_w:-?} px, the table's box ${table_w:-?} px wide"
-        check "phone-sized: the page is no wider than the screen" test "${page_w:-9999}" -le 390
-        check "phone-sized: a frozen timeline fits (<= 380 px)" test "${svg_w:-9999}" -le 380
-        check "phone-sized: the table scrolls in its own box" test "${table_w:-9999}" -le 390
-    else
-        check "node installed (deploy/install-deps installs it)" false
-    fi
+
+    # The page on a 420 px screen, read by tests/report_page.js.
+    CHROMIUM=$CHROMIUM CDP_EVAL=$(cat tests/report_page.js) \
+        node tests/cdp.js "file://$OUT" 1 "$T_TMP/phone.json" "$T_TMP/phone.png" 420x900 2>"$T_TMP/phone.err"
+    seen() { jq -r ".samples[-1].eval | fromjson | $1" "$T_TMP/phone.json" 2>/dev/null; }
+    check "the page was read" test -n "$(seen .title)"
+    [ -n "$(seen .title)" ] || tail -3 "$T_TMP/phone.err"
+    check_eq "title: the versions present" "Lock evolution: v1 to v11 (and atomic)" "$(seen .title)"
+    # Every version of the service with a row: named on the page, a line in each chart.
+    listed=$(build/inventory-service --list-versions 2>/dev/null | cut -f1)
+    check "the service lists its versions" test -n "$listed"
+    for v in $listed; do
+        jq -e --arg v "$v" 'any(.rows[]; .lock == $v)' "$IN" >/dev/null || continue
+        check "version $v (it has a row): named on the page and a line of every measure" jq -e \
+            --arg v "$v" '.samples[-1].eval | fromjson | (.versions | split(", ") | map(sub("^.*: "; ""))
+                          | index($v)) != null and all(.labels[]; index($v) != null)' "$T_TMP/phone.json"
+    done
+    check_eq "a chart per measure, and sales/s" "oversold lost overlaps stuck gap refused rate" \
+        "$(seen '.charts | join(" ")')"
+    check "oversold: v5's single unit drawn (at least 5 px wide)" \
+        test "$(seen '.bar["oversold v5 lock"] // 0 | floor')" -ge 5
+    check "stuck: v3's stuck lock drawn as stuck sales" test "$(seen '.bar["stuck v3 lock"] // 0 | floor')" -ge 5
+    check "stuck: v6's nested acquire too" test "$(seen '.bar["stuck v6 lock"] // 0 | floor')" -ge 5
+    check "lost, gap, refused: a bar each for v8, v11, v9" test "$(seen '[.bar["lost v8 store"],
+        .bar["gap v11 store"], .bar["refused v9 lock"]] | map(. // 0) | min | floor')" -ge 5
+    check_eq "declared measures outlined: v3's stuck, v5's oversold, v8's lost..." true \
+        "$(seen '.declared as $d | ["stuck v3 lock", "oversold v5 lock", "lost v8 store"]
+                 | all(. as $k | $d | index($k) != null)')"
+    check_eq "a null measure: v1's lost says not measured, no bar" "1 null" \
+        "$(seen '"\(.nm["lost v1 lock"]) \(.bar["lost v1 lock"])"')"
+    check_eq "sales/s: only v1 (115 ms) too short to be a rate; atomic has no load row" "v1" \
+        "$(seen '.short | join(" ")')"
+    check_eq "sales/s: every other version's rate drawn" 10 "$(seen '[.bar | keys[] | select(startswith("rate "))] | length')"
+    check_eq "the moments draw every kind of mark (the fixture's)" \
+        "deleted fenced held lost moment overlap released renewed" "$(seen '.moment_marks | join(" ")')"
+    check "the charts draw their marks: 20 kinds or more" test "$(seen '.marks | length')" -ge 20
+    check_eq "every mark in the charts has its legend entry" "" "$(seen '.unlegended | join("; ")')"
+    check_eq "moment: lanes in numeric order (/2 before /11)" "8081/2 8081/11 8081/12 8082/1" \
+        "$(seen '.lanes[0] | join(" ")')"
+    font=$(seen '.font.px'); echo "       smallest text at 420 px: ${font:-?} px ($(seen .font.at))"
+    check "at 420 px, the smallest text is 10 px or more" awk -v px="${font:-0}" 'BEGIN { exit !(px >= 10) }'
+    check "at 420 px, the page is no wider than the screen" test "$(seen .page_w)" -le 420
+    check "at 420 px, a moment fits (<= 410 px)" test "$(seen .moment_w)" -le 410
 fi
 
 t_report
