@@ -223,6 +223,21 @@ master_pid() { echo "$MASTER_PIDS" | awk -v n="$1" '{ print $n }'; }
 master_port() { echo "$MASTER_PORTS" | awk -v n="$1" '{ print $n }'; }
 # kill_master N: kill -9 the Nth master.
 kill_master() { kill -9 "$(master_pid "$1")" 2>/dev/null; }
+# stop_master N: the Nth master killed -9, and gone.
+stop_master() {
+    local pid; pid=$(master_pid "$1")
+    kill -9 "$pid" 2>/dev/null
+    wait_until 5 "" pid_gone "$pid"
+}
+# restart_master N: the stack's Nth master again, from its own files, on its port (as
+# deploy/up started it; its pid file and MASTER_PIDS updated so that deploy/down stops it).
+restart_master() {
+    local p; p=$(master_port "$1")
+    redis_start "$p" "$REDIS_HOST" "$FSYNC" "$STACK_DIR/master-$p" "$STACK_DIR/master-$p.log" \
+        "$STACK_DIR/master-$p.pid"
+    MASTER_PIDS=$(echo "$MASTER_PIDS" | awk -v n="$1" -v pid="$REDIS_STARTED_PID" '{ $n = pid; print }')
+    wait_until 10 "$REDIS_STARTED_PID" redis_pings "$p"
+}
 
 # --- the data Redis under Sentinel (deploy/up --sentinel) -----------------------------------
 # Its servers are known by port: REDIS_PORT (the first master: STACK_DIR/redis, redis.pid)

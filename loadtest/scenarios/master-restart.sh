@@ -18,21 +18,6 @@ defaults_master_restart_fsync="ttl=5000 wait=5000 stock=10 fsync=always"
 
 # master_has_lock N ITEM: lock master N holds ITEM's lock.
 master_has_lock() { [ "$(rcli -p "$(master_port "$1")" exists "$(item_key lock "$2")")" = 1 ]; }
-# restart_master N: master N again from its files, as deploy/up started it (its pid file
-# updated, MASTER_PIDS too).
-restart_master() {
-    local p; p=$(master_port "$1")
-    redis_start "$p" "$REDIS_HOST" "$FSYNC" "$STACK_DIR/master-$p" "$STACK_DIR/master-$p.log" \
-        "$STACK_DIR/master-$p.pid"
-    MASTER_PIDS=$(echo "$MASTER_PIDS" | awk -v n="$1" -v pid="$REDIS_STARTED_PID" '{ $n = pid; print }')
-    wait_until 10 "$REDIS_STARTED_PID" redis_pings "$p"
-}
-# stop_master N: master N killed -9, and gone.
-stop_master() {
-    local pid; pid=$(master_pid "$1")
-    kill -9 "$pid" 2>/dev/null
-    wait_until 5 "" pid_gone "$pid"
-}
 
 scenario_master_restart() {
     local "$@"

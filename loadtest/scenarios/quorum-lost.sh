@@ -12,16 +12,6 @@
 # A stock large enough that the sales never sell out.
 defaults_quorum_lost="ttl=2000 wait=3000 stock=100000"
 
-# restart_master N: the stack's Nth master again, from its own files, on its port (as
-# deploy/up started it; its pid file updated so that deploy/down stops it).
-restart_master() {
-    local p; p=$(master_port "$1")
-    redis_start "$p" 127.0.0.1 "$FSYNC" "$STACK_DIR/master-$p" "$STACK_DIR/master-$p.log" \
-        "$STACK_DIR/master-$p.pid"
-    MASTER_PIDS=$(echo "$MASTER_PIDS" | awk -v n="$1" -v pid="$REDIS_STARTED_PID" '{ $n = pid; print }')
-    wait_until 5 "" redis_pings "$p"
-}
-
 scenario_quorum_lost() {
     local "$@"
     local i code t0 ms slowest=0 failed=0 resumed=0 n=5
