@@ -144,6 +144,38 @@ missing=""
 for m in $metrics; do grep -qE "\b$m\b" "$OPS" || missing="$missing $m"; done
 check_eq "operations.md names every inventory_* metric the service exports" "" "${missing# }"
 
+# --- every link reaches its file, and its heading ---
+# A relative link of README.md or docs/ names a file that exists and, after '#', a heading
+# of it (GitHub's anchors: lower case, punctuation dropped, spaces as hyphens).
+cat > "$T_TMP/links.py" <<'PY'
+import os, re, sys
+def slug(h):
+    return re.sub(r'[^\w\- ]', '', h.strip().lower()).replace(' ', '-')
+def anchors(path):
+    out, seen, code = set(), {}, False
+    for line in open(path, encoding='utf-8'):
+        if line.lstrip().startswith('```'):
+            code = not code
+        m = None if code else re.match(r'^#{1,6} (.*)', line)
+        if m:
+            s = slug(m.group(1)); n = seen.get(s, 0); seen[s] = n + 1
+            out.add(s if n == 0 else '%s-%d' % (s, n))
+    return out
+for f in sys.argv[1:]:
+    text = re.sub(r'```.*?```', '', open(f, encoding='utf-8').read(), flags=re.S)
+    for target in re.findall(r'\]\(([^)\s]+)\)', text):
+        if re.match(r'^[a-z]+:', target):
+            continue
+        path, _, frag = target.partition('#')
+        full = os.path.normpath(os.path.join(os.path.dirname(f), path)) if path else f
+        if not os.path.exists(full):
+            print('%s: %s (no such file)' % (f, target))
+        elif frag and full.endswith('.md') and frag not in anchors(full):
+            print('%s: %s (no such heading)' % (f, target))
+PY
+check_eq "every relative link of README.md and docs/ reaches its file and heading" "" \
+    "$(python3 "$T_TMP/links.py" "$README" docs/*.md)"
+
 # --- the README's doors ---
 for d in docs/evolution.md docs/operations.md docs/performance.md docs/models.md docs/design.md; do
     check "README.md links to $d" grep -qF "]($d" "$README"
