@@ -99,7 +99,7 @@ static int clients_create(void)
     explicit_bzero(svc.sentinel_password, sizeof(svc.sentinel_password));
     if (svc_store == NULL) {
         store_failed(&err);
-        return 1;
+        return err.fault == FAULT_USAGE ? 2 : 1;
     }
     if (svc.ops && svc_lock == NULL) {
         fprintf(stderr, "inventory-service: lock %s: %s\n", svc.version, err.msg);
