@@ -3,6 +3,7 @@
 /*
  * Usage: sale-load --url http://HOST:PORT/PATH[?QUERY] -c CONNS -d SECONDS
  *                  [--history FILE] [--keys] [--timeout-ms MS] [--items I1,I2,...]
+ *                  [--item-count K] [--zipf S [--seed N]] [--rate R]
  *
  * Why our own client: wrk's Lua cannot tell which connection an answer came on, so it
  * cannot time one request from its sending to its answer. This client can: CONNS
@@ -21,6 +22,11 @@
  * only with --keys. A request is recorded once its first byte was written: a connect
  * that fails sent nothing and sold nothing, so it is counted (connect_failures) but is
  * not a request; the connection waits 10 ms before it tries again.
+ *
+ * With --rate R the requests are sent on a schedule instead (open loop, as wrk2 does):
+ * request k is due at k / R seconds from the start and goes out on the first connection
+ * free then; its latency counts from when it was due, so that a request that waited for
+ * a connection counts that wait (a slow answer cannot hide the requests it held back).
  *
  * When SECONDS have passed (or at the first SIGINT or SIGTERM), no request is sent any
  * more; the answers still due are awaited up to --timeout-ms, the rest recorded as
@@ -64,6 +70,8 @@ struct load_run {
     struct load_record rec;         /* the history and the summary's counts */
     int64_t start_ns, stop_ns;
     int64_t timer_ns;               /* earliest deadline of any connection */
+    long long due;                  /* --rate: requests scheduled so far */
+    int64_t due_ns;                 /* --rate: when the next one is due */
     int stopping, has_idle, in_flight;
 };
 
@@ -118,7 +126,7 @@ static void request_end(struct load_run *r, const struct load_conn *c, int statu
     struct load_request q = {
         .start_ns = c->start_ns, .end_ns = end_ns, .status = status,
         .item = r->targets.t[c->target].item, .key = r->o->keys ? c->key : NULL,
-        .conn = c->id,
+        .conn = c->id, .due_ns = c->due_ns,
     };
 
     if (status != 0) {
@@ -227,11 +235,28 @@ static void conn_send(struct load_run *r, struct load_conn *c)
     }
 }
 
-/* request_start: sends c's next request: the next target in turn, with its key. */
+/* request_waits: with --rate, 1 when the next request is not due yet at now (the run's
+ * timer is then set for when it is). */
+static int request_waits(struct load_run *r, int64_t now)
+{
+    if (r->o->rate <= 0 || now >= r->due_ns)
+        return 0;
+    timer_note(r, r->due_ns);
+    return 1;
+}
+
+/* request_start: sends c's next request: the next target in turn, with its key; with
+ * --rate, the request due next. */
 static void request_start(struct load_run *r, struct load_conn *c)
 {
     const struct load_target *t;
 
+    c->due_ns = 0;
+    if (r->o->rate > 0) {
+        c->due_ns = r->due_ns;
+        r->due++;
+        r->due_ns = r->start_ns + (int64_t)((double)r->due * 1e9 / r->o->rate);
+    }
     c->target = load_targets_next(&r->targets);
     t = &r->targets.t[c->target];
     c->seq++;
@@ -291,8 +316,9 @@ static void conn_expire(struct load_run *r, struct load_conn *c)
     }
 }
 
-/* run_scan: starts the idle connections' next requests (or closes them once the run
- * stops), handles the deadlines that have passed, and sets the next timer. */
+/* run_scan: starts the idle connections' next requests (with --rate, those due), or closes
+ * them once the run stops; handles the deadlines that have passed, and sets the next
+ * timer. */
 static void run_scan(struct load_run *r, int64_t now)
 {
     r->has_idle = 0;
@@ -302,7 +328,7 @@ static void run_scan(struct load_run *r, int64_t now)
 
         if (c->state == CONN_IDLE && r->stopping)
             load_conn_close(c);
-        else if (c->state == CONN_IDLE)
+        else if (c->state == CONN_IDLE && !request_waits(r, now))
             request_start(r, c);
         else if (c->state != CONN_CLOSED && now >= c->deadline_ns)
             conn_expire(r, c);
@@ -461,6 +487,7 @@ int main(int argc, char **argv)
     if (rc == 0) {
         r.start_ns = load_now_ns();
         r.stop_ns = r.start_ns + (int64_t)(o.seconds * 1e9);
+        r.due_ns = r.start_ns;
         rc = run_loop(&r) == 0 ? 0 : 1;
     }
     if (rc == 0) {

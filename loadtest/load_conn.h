@@ -32,6 +32,7 @@ struct load_conn {
     char key[65];                   /* its Idempotency-Key (--keys) */
     char *req;                      /* the request's bytes; owned */
     size_t req_len, req_off, req_cap;
+    int64_t due_ns;                 /* --rate: when its request was due (0: no schedule) */
     int64_t start_ns;               /* first byte written */
     int64_t deadline_ns;            /* backoff end, connect or answer deadline */
     char *in;                       /* the answer's bytes so far; owned */

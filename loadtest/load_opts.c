@@ -22,7 +22,7 @@ static void usage(FILE *f)
 {
     fputs("Usage: sale-load --url http://HOST:PORT/PATH[?QUERY] -c CONNS -d SECONDS\n"
           "                 [--history FILE] [--keys] [--timeout-ms MS] [--items I1,I2,...]\n"
-          "                 [--item-count K] [--zipf S [--seed N]]\n"
+          "                 [--item-count K] [--zipf S [--seed N]] [--rate R]\n"
           "\n"
           "Loads the sale with CONNS keep-alive HTTP/1.1 connections for SECONDS, each sending\n"
           "one GET, waiting for its answer and sending the next; prints a summary and, last,\n"
@@ -47,6 +47,10 @@ static void usage(FILE *f)
           "                     r (the r-th listed: item0001 is the hottest) with weight 1/r^S\n"
           "                     (S > 0; 1.1: a few hot items, a long tail)\n"
           "  --seed N           the random choice's seed (default: from the clock)\n"
+          "  --rate R           send R requests a second in all, on a fixed schedule (open\n"
+          "                     loop), each on a free connection; a request's latency counts\n"
+          "                     from when it was due, its wait for a free connection included\n"
+          "                     (default: each connection sends again as soon as answered)\n"
           "  --help             this text\n"
           "\n"
           "Exit: 0 the run was done (whatever the answers), 1 it could not be done, 2 bad usage.\n",
@@ -215,7 +219,7 @@ int load_opts_parse(int argc, char **argv, struct load_opts *o)
         { "keys", no_argument, NULL, 'k' }, { "timeout-ms", required_argument, NULL, 't' },
         { "items", required_argument, NULL, 'i' }, { "help", no_argument, NULL, 'h' },
         { "item-count", required_argument, NULL, 'n' }, { "zipf", required_argument, NULL, 'z' },
-        { "seed", required_argument, NULL, 's' },
+        { "seed", required_argument, NULL, 's' }, { "rate", required_argument, NULL, 'r' },
         { NULL, 0, NULL, 0 }
     };
     int opt, have_c = 0, have_d = 0;
@@ -243,6 +247,11 @@ int load_opts_parse(int argc, char **argv, struct load_opts *o)
             if (number_arg(optarg, 1, 1e15, 1, &v) != 0)
                 return bad_usage("--seed must be a whole number in 1..1e15", optarg);
             o->seed = (unsigned long long)v;
+            break;
+        case 'r':
+            if (number_arg(optarg, 0.1, 1e6, 0, &v) != 0)
+                return bad_usage("--rate must be requests a second in 0.1..1e6", optarg);
+            o->rate = v;
             break;
         case 'h': usage(stdout); return 1;
         case 'c':

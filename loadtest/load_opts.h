@@ -30,6 +30,8 @@ struct load_opts {
     int item_count;                 /* --item-count K: item0001 .. itemK (0: none) */
     double zipf;                    /* --zipf S: item of rank r with weight 1/r^S (0: none) */
     unsigned long long seed;        /* --seed: the Zipf choice's (0: from the clock) */
+    double rate;                    /* --rate R: R requests a second on a fixed schedule
+                                       (0: each connection sends again once answered) */
 };
 
 /* load_opts_parse: fills o (all zero before) from the command line. Returns 0 to run, 1

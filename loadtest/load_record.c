@@ -85,7 +85,9 @@ void load_record_request(struct load_record *rec, const struct load_request *q)
         st->no_answer++;
     } else {
         st->by_status[q->status]++;
-        load_hist_add(&st->lat, (uint64_t)(q->end_ns - q->start_ns) / 1000);
+        int64_t from = q->due_ns > 0 ? q->due_ns : q->start_ns;
+
+        load_hist_add(&st->lat, (uint64_t)(q->end_ns - from) / 1000);
         if (q->status != 200 && json_is_string(error))
             errors_count(st, q->status, json_string_value(error));
     }
@@ -125,7 +127,7 @@ static void status_print(const struct load_stats *st, int status, json_t *by_err
 /* summary_json: the summary's JSON line (p50 < 0: nothing was answered). */
 static void summary_json(const struct load_stats *st, const json_t *by_status,
                          const json_t *by_error, double rps, double p50, double p99,
-                         double seconds)
+                         double seconds, double rate)
 {
     char *s1 = json_dumps(by_status, JSON_COMPACT), *s2 = json_dumps(by_error, JSON_COMPACT);
 
@@ -135,7 +137,10 @@ static void summary_json(const struct load_stats *st, const json_t *by_status,
         printf("\"p50_ms\":%.3f,\"p99_ms\":%.3f,", p50, p99);
     else
         printf("\"p50_ms\":null,\"p99_ms\":null,");
-    printf("\"seconds\":%.3f,\"connect_failures\":%lld}\n", seconds, st->connect_failures);
+    printf("\"seconds\":%.3f,\"connect_failures\":%lld", seconds, st->connect_failures);
+    if (rate > 0)
+        printf(",\"rate\":%.1f", rate);
+    printf("}\n");
     free(s1);
     free(s2);
 }
@@ -151,6 +156,9 @@ void load_record_summary(const struct load_record *rec, double seconds)
 
     printf("sale-load: %s, %d connections, %.2f s%s\n", rec->o->url, rec->o->conns, seconds,
            rec->o->keys ? ", an Idempotency-Key on each request" : "");
+    if (rec->o->rate > 0)
+        printf("schedule:   %.1f requests a second due (latency from when each was due)\n",
+               rec->o->rate);
     printf("requests:   %lld (%.1f/s)\n", st->requests, rps);
     for (int s = 100; s < 600; s++) {
         if (st->by_status[s] == 0)
@@ -165,7 +173,7 @@ void load_record_summary(const struct load_record *rec, double seconds)
     if (st->connect_failures)
         printf("connect failures: %lld (the first: %s)\n", st->connect_failures,
                strerror(st->connect_errno));
-    summary_json(st, by_status, by_error, rps, p50, p99, seconds);
+    summary_json(st, by_status, by_error, rps, p50, p99, seconds, rec->o->rate);
     json_decref(by_status);
     json_decref(by_error);
 }

@@ -31,6 +31,7 @@ struct load_record {
 /* One request as it ended: what its history line says. */
 struct load_request {
     int64_t start_ns, end_ns;       /* first byte written; answer complete (or given up) */
+    int64_t due_ns;                 /* --rate: when it was due, its latency's start (0: none) */
     int status;                     /* 0: no answer */
     const char *body;               /* the answer's body (JSON or not), or NULL */
     size_t body_len;
