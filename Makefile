@@ -9,6 +9,8 @@
 #                         http://127.0.0.1:8090/live; LIVE=check: and measure that page,
 #                         open in headless Chromium)
 #   make bench            install what is missing, build, run loadtest/bench (speed, side by side)
+#   make compare          install what is missing, build, run loadtest/compare (every design's
+#                         speed and failures side by side: the table of docs/choosing.md)
 #   make fuzz             fuzz the service's parsers and the load client's answer parser with
 #                         libFuzzer (clang), each for FUZZ_SECONDS (300)
 #   make model            install what is missing, model-check v3 to v11 with SPIN (model/check)
@@ -49,7 +51,7 @@ SERVICE_OBJ := $(SERVICE_SRC:%.c=build/%.o)
 HEADERS     := $(wildcard common/*.h lock/*.h redis/*.h zk/*.h service/*.h service/*/*.h loadtest/*.h tests/*.h) \
                build/lua_scripts.h build/script_args.h build/live_html.h
 
-.PHONY: all test demo bench fuzz model deps install clean
+.PHONY: all test demo bench compare fuzz model deps install clean
 all: build/inventory-service build/test_lock build/test_redis build/test_cluster build/test_store \
      build/zk_lock build/zk-ceiling $(if $(wildcard loadtest/report.c),build/evolution-report) \
      $(if $(wildcard loadtest/load.c),build/sale-load) \
@@ -152,6 +154,10 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@loadtest/bench $(BENCH_ARGS)
+
+compare: deps
+	@$(MAKE) --no-print-directory all
+	@loadtest/compare $(COMPARE_ARGS)
 
 model: deps
 	@model/check
