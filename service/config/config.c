@@ -146,7 +146,6 @@ static void set_replicas(const char *a) { svc.replicas = (int)number_flag("repli
 static void set_password_file(const char *a) { password_file = a; }
 static void set_sentinel_password_file(const char *a) { sentinel_password_file = a; }
 static void set_sentinel_master(const char *a) { svc.sentinel_master = a; }
-
 static void set_sentinels(const char *a) { svc.sentinels = server_list("sentinel", a); }
 static void set_cluster(const char *a) { svc.cluster = server_list("redis-cluster", a); }
 static void set_zookeeper(const char *a) { svc.zookeeper = server_list("zookeeper", a); }

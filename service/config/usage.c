@@ -1,5 +1,6 @@
-/* usage.c - --help: a line of its own for every flag, with its default where it has one,
- * each line within 100 columns (tests/test_service.sh holds both). */
+/* usage.c - --help: a line of its own for every flag but a retired one (which says what
+ * replaced it when given), with its default where it has one, each line within 100
+ * columns (tests/test_service.sh holds both). */
 #include "service/config/internal.h"
 
 #include "common/item.h"
@@ -108,7 +109,6 @@ static void usage_instance(FILE *out)
         "  --max-streams N     most /events streams served at once (default 16; more answer 503\n"
         "                      too_many_streams), apart from --max-conns' sales. Not with\n"
         "                      --zookeeper\n"
-        "  --redis-standby     retired: --sentinel and --sentinel-master follow a failover\n"
         "\n"
         "Instead of serving, the store's own operations:\n"
         "  --set-stock N       set the item's stock to N, its sold to 0, its ledger emptied\n"
