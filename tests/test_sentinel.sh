@@ -16,7 +16,7 @@ BIN=${SERVICE_BIN:-build/inventory-service}
 # --- flags --------------------------------------------------------------------------
 "$BIN" --sentinel 127.0.0.1:1 > "$T_TMP/bad" 2>&1; rc=$?
 check_eq "--sentinel without --sentinel-master: bad usage" 2 "$rc"
-check "  with a reason" grep -q -- "--sentinel and --sentinel-master go together" "$T_TMP/bad"
+check "  with a reason" grep -q -- "--sentinel wants --sentinel-master NAME" "$T_TMP/bad"
 "$BIN" --sentinel 127.0.0.1:1 --sentinel-master m --redis 127.0.0.1:6379 > "$T_TMP/bad" 2>&1; rc=$?
 check_eq "--sentinel with --redis: bad usage" 2 "$rc"
 "$BIN" --sentinel nocolon --sentinel-master m > "$T_TMP/bad" 2>&1; rc=$?
