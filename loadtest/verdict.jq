@@ -3,8 +3,8 @@
 # and measure ($m). The row is shown when the run's own verdict (.flaw, from Redis and
 # the answers) is what the row expects, and its declared measure shows the same: a flaw
 # above 0 there (fairness: Jain's index under 0.9), a safe row 0 there (refused: above 0,
-# the fix at work; fairness: 0.9 or more); gap counts once measured (the scenario bounds
-# it). "value" is the measure's figure, "why" says what disagreed.
+# the fix at work; fairness: 0.9 or more); gap counts once measured, 0 ms or more (the
+# scenario bounds it). "value" is the measure's figure, "why" says what disagreed.
 def value_of($m):
     .measures as $x
     | if $x == null then null
@@ -16,7 +16,7 @@ def value_of($m):
       else $x[$m] end;
 def agrees($m; $flaw; $v):
     if $v == null then false
-    elif $m == "gap" then true
+    elif $m == "gap" then $v >= 0
     elif $m == "fairness" then (if $flaw then $v < 0.9 else $v >= 0.9 end)
     elif $flaw or $m == "refused" then $v > 0
     else $v == 0 end;
@@ -28,5 +28,6 @@ value_of($m) as $v
 | if .shown then . else . + {why: (
       if $same | not then "the run measured \(if .flaw then "the flaw" else "no flaw" end)"
       elif $v == null then "\($m) not measured"
+      elif $m == "gap" then "gap \($v) ms: not a time"
       else "\($m) \($v): the row expects \(if $e == "flaw" then "the flaw" else "none" end) there"
       end)} end

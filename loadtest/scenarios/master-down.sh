@@ -22,12 +22,13 @@ scenario_master_down() {
     kill_master 1
     t0=$(date +%s%N)
     at=$(sold_now "$item")
-    # The time with no sale the kill made: to the first sale after it (-1: none in 2 s).
-    SCN_GAP_MS=-1
+    # The time with no sale the kill made: to the first sale after it (none in 2 s: not
+    # measured, and the row's gap null).
+    SCN_GAP_MS=""
     wait_until 2 "" sold_at_least "$item" $((at + 1)) && SCN_GAP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
     bg_wait
     after=$(( $(sold_now "$item") - at ))
     SCN_FLAW=0
     [ "$after" -gt 0 ] && [ "$(oversold_now "$item" "$stock")" = 0 ] || SCN_FLAW=1
-    SCN_OBSERVED="one lock master of $(echo $MASTER_PORTS | wc -w) killed mid-load: the first sale $SCN_GAP_MS ms after the kill, $after sales after it; oversold $(oversold_now "$item" "$stock")"
+    SCN_OBSERVED="one lock master of $(echo $MASTER_PORTS | wc -w) killed mid-load: $([ -n "$SCN_GAP_MS" ] && echo "the first sale $SCN_GAP_MS ms after the kill" || echo "no sale within 2 s of the kill"), $after sales after it; oversold $(oversold_now "$item" "$stock")"
 }
