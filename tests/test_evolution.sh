@@ -30,7 +30,8 @@ while IFS=$'\t' read -r lock scn expect shown flaw over ovl measure value observ
         check_eq "$lock $scn: the run measured no flaw" false "$flaw"
         check_eq "$lock $scn: oversold 0" 0 "$over"
     fi
-done < <(rows '.rows[] | [.lock, .scenario, .expect, .shown, .flaw, .oversold, (.overlaps // 0), .measure, .value, .observed] | @tsv')
+done < <(rows '.rows[] | [.lock, .scenario, .expect, .shown, .flaw, .oversold, (.overlaps // 0), .measure, .value, .observed]
+               | map(tostring) | @tsv')   # (null as "null": an empty field would shift the rest)
 check_eq "every row declares its measure, and carries all of them (null where not measured)" "" \
     "$(rows '.rows[] | select((.measure | IN("oversold", "lost", "overlaps", "stuck", "gap", "refused", "fairness") | not)
         or ((.measures // {} | keys) != (["gap_ms", "jain", "lost", "overlaps", "oversold", "refused_409", "refused_503",
