@@ -10,7 +10,7 @@
  *      "observed": "one sale worked 1500 ms with a 500 ms lease; overlaps 3",
  *      "measure": "oversold",
  *      "measures": {"oversold": 2, "sold_short": 0, "lost": null, "overlaps": 3, "stuck": 0,
- *                   "gap_ms": null, "refused_409": 0, "refused_503": 0},
+ *                   "gap_ms": null, "refused_409": 0, "refused_503": 0, "jain": null},
  *      "stock": 40, "connections": 100, "duration_s": 10, "sold": 60, "remaining": 0,
  *      "oversold": 2, "overlaps": 3, "timeouts": 0, "lock_timeouts": 0, "unavailable": 0,
  *      "sales_per_s": 640, "sell_ms": 2633, "elapsed_ms": 3437, "p99_ms": 40.2,
@@ -26,7 +26,7 @@
  * measured", never as 0. A row without it (an older run) falls back to its oversold,
  * overlaps, lock_timeouts (stuck) and unavailable (503s) fields. "measure" names the one
  * measure the row's flaw is about ("oversold", "lost", "overlaps", "stuck", "gap",
- * "refused"): the page marks it.
+ * "refused", "fairness": Jain's index, "jain"): the page marks it.
  *
  * A row's "fault" says whose a flaw of its scenario is: "lock" (the lock's own design:
  * long work, a pause, a crash of the holder...), or the store failing underneath: "redis"
@@ -108,13 +108,15 @@ static void report_cell_scenario(FILE *f, const json_t *row)
 }
 
 /* report_cell_own: the measure the row's flaw is about, and its figure ("refused": the
- * 409s and the 503s); "-" when it declares none. */
+ * 409s and the 503s; "fairness": Jain's index, two decimals, 0.9 its bar); "-" when it
+ * declares none. */
 static void report_cell_own(FILE *f, const json_t *row)
 {
     static const struct { const char *measure, *key, *key2, *unit; } keys[] = {
         { "oversold", "oversold", NULL, "" }, { "lost", "lost", NULL, "" },
         { "overlaps", "overlaps", NULL, "" }, { "stuck", "stuck", NULL, "" },
         { "gap", "gap_ms", NULL, " ms" },     { "refused", "refused_409", "refused_503", "" },
+        { "fairness", "jain", NULL, "" },
     };
     const char *own = report_declared(row);
     char a[32], b[32];
@@ -123,10 +125,16 @@ static void report_cell_own(FILE *f, const json_t *row)
     fputs("<td class=\"own\">", f);
     report_escape(f, own ? own : "-");
     for (size_t i = 0; own && i < sizeof keys / sizeof keys[0]; i++) {
+        int measured;
+
         if (strcmp(own, keys[i].measure) != 0)
             continue;
-        fprintf(f, " <b>%s%s</b>", report_measure(row, keys[i].key, &v) ?
-                report_fmt(a, sizeof a, v) : "not measured", keys[i].unit);
+        measured = report_measure(row, keys[i].key, &v);
+        if (measured && strcmp(keys[i].key, "jain") == 0)
+            snprintf(a, sizeof a, "%.2f", v);   /* 0.87 is under the bar; "0.9" would hide it */
+        else if (measured)
+            report_fmt(a, sizeof a, v);
+        fprintf(f, " <b>%s%s</b>", measured ? a : "not measured", keys[i].unit);
         if (keys[i].key2)
             fprintf(f, " (409), <b>%s</b> (503)", report_measure(row, keys[i].key2, &v) ?
                     report_fmt(b, sizeof b, v) : "not measured");
@@ -435,32 +443,35 @@ int main(int argc, char **argv)
             fprintf(stderr, "evolution-report: %s: line %d: %s\n", argv[1], jerr.line, jerr.text);
         else
             fprintf(stderr, "evolution-report: %s: %s\n", argv[1], jerr.text);
-        return 1;
+        rc = 1;
+        goto out_free_extras;
     }
     why = report_check(doc);
     if (why != NULL) {
         fprintf(stderr, "evolution-report: %s: invalid input: %s\n", argv[1], why);
-        json_decref(doc);
-        return 1;
+        rc = 1;
+        goto out_free_doc;
     }
     f = fopen(argv[2], "w");
     if (f == NULL) {
         fprintf(stderr, "evolution-report: %s: %s\n", argv[2], strerror(errno));
-        json_decref(doc);
-        return 1;
+        rc = 1;
+        goto out_free_doc;
     }
     rc = report_write(f, doc, bench, model);
     if (ferror(f))
         rc = -1;
     if (fclose(f) != 0)
         rc = -1;
-    json_decref(doc);
-    json_decref(bench);
-    json_decref(model);
     if (rc < 0) {
         fprintf(stderr, "evolution-report: %s: not written (out of memory or disk)\n", argv[2]);
         unlink(argv[2]);
-        return 1;
+        rc = 1;
     }
-    return 0;
+out_free_doc:
+    json_decref(doc);
+out_free_extras:
+    json_decref(bench);
+    json_decref(model);
+    return rc;
 }

@@ -39,11 +39,11 @@ size_t report_versions(const json_t *rows, const char **out, size_t max);
  * "Redis" or "ZooKeeper"; NULL for the lock's own flaw (the default). */
 const char *report_underneath(const json_t *row);
 /* The row's measure key ("oversold", "sold_short", "lost", "overlaps", "stuck", "gap_ms",
- * "refused_409", "refused_503"): 1 with *out set when the run measured it, 0 when it did
- * not (null or absent). A row without "measures" falls back to its older fields. */
+ * "refused_409", "refused_503", "jain"): 1 with *out set when the run measured it, 0 when
+ * it did not (null or absent). A row without "measures" falls back to its older fields. */
 int report_measure(const json_t *row, const char *key, double *out);
 /* The one measure the row's flaw is about ("oversold", "lost", "overlaps", "stuck", "gap",
- * "refused"); NULL when the row declares none. Borrowed from row. */
+ * "refused", "fairness"); NULL when the row declares none. Borrowed from row. */
 const char *report_declared(const json_t *row);
 
 /* The shape of a legend's swatch: what the mark looks like in the chart. */

@@ -65,6 +65,7 @@ OUT=$T_TMP/report.html
     row v8 pause flaw oversold '{"oversold": 1, "overlaps": 32}'
     row v8 long-work safe oversold '{}' "{\"stock\": 40, \"sold\": 30, \"remaining\": 10, \"timeline\": $(timeline)}"
     row v8 sentinel-partition flaw lost '{"lost": 14720, "gap_ms": 2100}' '{"fault": "redis"}'
+    row v8 fairness flaw fairness '{"jain": 0.0837}'
     load_row v9 1541 1900
     row v9 pause safe refused '{"refused_409": 1, "overlaps": 33}' \
         '{"technique": "v8 + a token per grant; write only if token > last",
@@ -161,6 +162,8 @@ check "title: the versions of the rows, v1 to v11 and atomic" \
 check "title: the page's too" grep -qF '<title>Lock evolution report: v1 to v11 (and atomic)</title>' "$OUT"
 check "table: v3 crash, its measure stuck 3" grep -qF \
     '<td>v3</td><td>the technique of v3</td><td>crash</td><td>flaw</td><td>v3 crash as expected</td><td class="own">stuck <b>3</b></td>' "$OUT"
+check "table: v8 fairness, its measure Jain's index to two decimals" grep -qF \
+    '<td>v8 fairness as expected</td><td class="own">fairness <b>0.08</b></td>' "$OUT"
 check "table: v9 pause, its measure refused: one 409, no 503" grep -qF \
     '<td class="own">refused <b>1</b> (409), <b>0</b> (503)</td>' "$OUT"
 check "table: a measure not measured is a dash, not 0 (v1 load's overlaps)" grep -qF \
