@@ -124,6 +124,8 @@ check_eq "cluster-failover (atomic, 200 items, 10 s): played, the instances foll
     "0 false" "$rc $(field flaw)"
 check "  a replica promoted, and the dead master's items sold again after it" \
     grep -qE 'said master [0-9]+ ms later; the first sale of those items answered [0-9]+ ms after that' "$T_TMP/failover.out"
+check "  its measure, the longest time those items had no sale, a figure (the evolution's gap)" \
+    test "$(jq '.measures.gap_ms | numbers | . >= 0' <<< "$json" 2>/dev/null)" = true
 check_eq "  nothing left running" "" "$(leftovers "$T_TMP/failover")"
 
 t_report
