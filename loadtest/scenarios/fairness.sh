@@ -41,5 +41,6 @@ scenario_fairness() {
     lone=$(jq -s '[.[] | select(.status == 200)] | length' "$dir/history-$a.jsonl")
     SCN_FLAW=0
     jq -e --argjson min "$JAIN_MIN" '.jain >= $min' <<< "$out" > /dev/null || SCN_FLAW=1
+    SCN_JAIN=$(jq '.jain' <<< "$out")
     SCN_OBSERVED=$(jq -r --argjson lone "$lone" '"the lone client of instance 1 got \($lone) of \(.sales) sales (a fair share: \(.sales / .clients | floor)), each of instance 2'"'"'s 49 \((.sales - $lone) / 49 | floor) on average; Jain \(.jain) over the \(.clients) clients; longest wait \(.longest_wait_ms) ms; a sale overtaken by at most \(.max_overtaken) sent 5 ms or more after it"' <<< "$out")
 }

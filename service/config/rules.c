@@ -1,7 +1,9 @@
 /* rules.c - Which flags go together, and the parse as a whole (the flags read by
  * config.c, then checked here): a flag that would do nothing with the store or the lock
  * chosen is refused with its reason (exit 2), and so is a lock that cannot run where the
- * stock is. Nothing given is ignored in silence. */
+ * stock is. Two kinds are not checked: --ttl-ms and --wait-ms, which bound more than the
+ * lock (the workers' hold, the replicas' WAIT, a graceful stop), and the serving flags
+ * given with --set-stock or --get-stock, which serve nothing. */
 #include "service/config/internal.h"
 
 #include <string.h>
