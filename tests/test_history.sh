@@ -189,6 +189,14 @@ fair_hist "$T_TMP/fb.jsonl" 0 "1 40 8" "11 50 7" "21 90 4"
 fair=$(loadtest/fairness "$T_TMP/fa.jsonl" "$T_TMP/fb.jsonl")
 check_eq "fairness: 2 clients, 7 sales, Jain 0.98 (4 and 3)" "2 7 0.98" \
     "$(jq -r '"\(.clients) \(.sales) \(.jain)"' <<< "$fair")"
+check_eq "  the most 7 sales over 2 clients allow: 0.98 (4 and 3), so as fair as can be (1)" "0.98 1" \
+    "$(jq -r '"\(.jain_best) \(.fair)"' <<< "$fair")"
+check_eq "  67 sales over 50 clients: at most 0.8889 (17 get 2, 33 get 1), and such a split is fair (1)" \
+    "0.8889 1" "$(for c in $(seq 50); do f="$T_TMP/f67-$c.jsonl"; : > "$f"
+        for k in $(seq $([ "$c" -le 17 ] && echo 2 || echo 1)); do
+            echo "{\"status\":200,\"start_ns\":$((c * 1000 + k)),\"end_ns\":$((c * 1000 + k + 1)),\"remaining\":$((c * 10 + k)),\"conn\":0}" >> "$f"
+        done; done
+        loadtest/fairness "$T_TMP"/f67-*.jsonl | jq -r '"\(.jain_best) \(.fair)"')"
 check_eq "  6 of 18 pairs sent 5 ms apart granted in reverse; a sale overtaken by 1 at most" \
     "6 18 1" "$(jq -r '"\(.inversions) \(.pairs_apart) \(.max_overtaken)"' <<< "$fair")"
 check_eq "  the longest wait 69 ms (sent at 21, answered at 90)" 69 "$(jq -r .longest_wait_ms <<< "$fair")"

@@ -8,8 +8,9 @@
 # 49's on average; Jain's index over the 50 clients' sales (1: all served alike, 1/50:
 # one got everything); the longest wait; overtaking: for one sale, how many sales sent
 # 5 ms or more after it were granted before it (the most).
-# Verdict: the flaw when Jain's index is below 0.9: the lock served processes, not
-# waiters. v8's notify queues each process's waiters first come, first served, but the
+# Verdict: the flaw when Jain's index is below 0.9 of the most the sales allow (loadtest/
+# fairness's "fair": 67 sales over 50 clients can be no fairer than 0.889): the lock
+# served processes, not waiters. v8's notify queues each process's waiters first come, first served, but the
 # processes take turns at Redis: the lone client gets the lock about every other time,
 # while the 49 share the other half. v11's queue is ZooKeeper's, in the order the nodes
 # were made: each client its fiftieth.
@@ -40,7 +41,7 @@ scenario_fairness() {
     echo "$out" > "$dir/fairness.json"
     lone=$(jq -s '[.[] | select(.status == 200)] | length' "$dir/history-$a.jsonl")
     SCN_FLAW=0
-    jq -e --argjson min "$JAIN_MIN" '.jain >= $min' <<< "$out" > /dev/null || SCN_FLAW=1
-    SCN_JAIN=$(jq '.jain' <<< "$out")
-    SCN_OBSERVED=$(jq -r --argjson lone "$lone" '"the lone client of instance 1 got \($lone) of \(.sales) sales (a fair share: \(.sales / .clients | floor)), each of instance 2'"'"'s 49 \((.sales - $lone) / 49 | floor) on average; Jain \(.jain) over the \(.clients) clients; longest wait \(.longest_wait_ms) ms; a sale overtaken by at most \(.max_overtaken) sent 5 ms or more after it"' <<< "$out")
+    jq -e --argjson min "$JAIN_MIN" '.fair >= $min' <<< "$out" > /dev/null || SCN_FLAW=1
+    SCN_JAIN=$(jq '.fair' <<< "$out")
+    SCN_OBSERVED=$(jq -r --argjson lone "$lone" '"the lone client of instance 1 got \($lone) of \(.sales) sales (a fair share: \(.sales / .clients | floor)), each of instance 2'"'"'s 49 \((.sales - $lone) / 49 | floor) on average; Jain \(.jain) over the \(.clients) clients (at most \(.jain_best) for \(.sales) sales: \(.fair) of it); longest wait \(.longest_wait_ms) ms; a sale overtaken by at most \(.max_overtaken) sent 5 ms or more after it"' <<< "$out")
 }
