@@ -113,8 +113,12 @@ static void bars_cell_draw(FILE *f, const struct report_bar_chart *c,
     }
     fprintf(f, "<text class=\"value%s\"", cell->declared ? " own" : "");
     bars_attrs(f, l);
-    fprintf(f, " x=\"%.1f\" y=\"%.1f\">%s%s", c->label_w + len + 4, y + bh / 2 + 4,
-            report_fmt(buf, sizeof buf, cell->v), c->unit);
+    if (c->decimals > 0)
+        snprintf(buf, sizeof buf, "%.*f", c->decimals, cell->v);
+    else
+        report_fmt(buf, sizeof buf, cell->v);
+    fprintf(f, " x=\"%.1f\" y=\"%.1f\">%s%s", c->label_w + len + 4, y + bh / 2 + 4, buf,
+            c->unit);
     if (cell->scenario) {
         fputs(" <tspan class=\"where\">", f);
         report_escape(f, cell->scenario);

@@ -32,6 +32,7 @@ struct report_bar_line {
 struct report_bar_chart {
     const char *measure, *title, *note, *unit;
     int log_scale, n_series, label_w;
+    int decimals;                       /* a value's decimals: 0 for report_fmt's own */
     struct report_key series[2];
 };
 

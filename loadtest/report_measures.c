@@ -43,6 +43,12 @@ static const struct report_bar_chart bars_measures[] = {
                     "409: refused, not sold out (lease_lost...)" },
                   { "refused_503", REPORT_SHAPE_BAR, "#e7ba52",
                     "503: unavailable, lock_timeout..." } } },
+    { .measure = "fairness", .title = "Fairness",
+      .note = "Jain's index of the clients' shares, against the most their sales allow "
+              "(1: fair; under 0.9: the lock served processes, not waiters)",
+      .unit = "", .log_scale = 0, .label_w = 58, .decimals = 2, .n_series = 1,
+      .series = { { "jain", REPORT_SHAPE_BAR, "#2ca02c",
+                    "fairness: Jain's index, as a share of the most the sales allow" } } },
 };
 
 /* bars_fold: row's value of series s of chart c into cell: the largest over the rows,

@@ -144,7 +144,7 @@ cat > "$T_TMP/sparse.json" <<'JSON'
 JSON
 "$REPORT" "$T_TMP/sparse.json" "$T_TMP/sparse.html"; rc=$?
 check_eq "missing fields: exit 0" 0 "$rc"
-check_eq "missing fields: the six measures' charts and sales/s, no timeline" "7 0" \
+check_eq "missing fields: the seven measures' charts and sales/s, no timeline" "8 0" \
     "$(grep -c '<svg class="bars"' "$T_TMP/sparse.html") $(grep -c '<svg class="timeline"' "$T_TMP/sparse.html")"
 check_eq "missing fields: no data for two timelines, the moments and the traces" 4 "$(grep -c 'no data' "$T_TMP/sparse.html")"
 check "missing fields: dashes in the table" grep -q '<tr><td>v1</td><td>-</td><td>-</td>' "$T_TMP/sparse.html"
@@ -176,7 +176,7 @@ check "verdict: NOT shown on v10 quorum-lost, highlighted" grep -qE \
 check "escaped: > and < and ' in text" grep -qF \
     'token &gt; last</td><td>pause</td><td>safe</td><td>stale write refused: token 41 &lt; 42 (&#39;fenced&#39;)</td>' "$OUT"
 check "escaped: no raw '> last'" bash -c "! grep -q 'token > last' '$OUT'"
-check_eq "charts: 6 measures + sales/s + 2 timelines + 2 moments" "7 2 2" \
+check_eq "charts: 7 measures + sales/s + 2 timelines + 2 moments" "8 2 2" \
     "$(grep -c '<svg class="bars"' "$OUT") $(grep -c '<svg class="timeline"' "$OUT") $(grep -c 'class="moment"' "$OUT")"
 # value MEASURE LINE GROUP [N]: the figure drawn for that line's first (or Nth) series in
 # that chart.
@@ -313,11 +313,13 @@ else
             --arg v "$v" '.samples[-1].eval | fromjson | (.versions | split(", ") | map(sub("^.*: "; ""))
                           | index($v)) != null and all(.labels[]; index($v) != null)' "$T_TMP/phone.json"
     done
-    check_eq "a chart per measure, and sales/s" "oversold lost overlaps stuck gap refused rate" \
+    check_eq "a chart per measure, and sales/s" "oversold lost overlaps stuck gap refused fairness rate" \
         "$(seen '.charts | join(" ")')"
     check "oversold: v5's single unit drawn (at least 5 px wide)" \
         test "$(seen '.bar["oversold v5 lock"] // 0 | floor')" -ge 5
     check "stuck: v3's stuck lock drawn as stuck sales" test "$(seen '.bar["stuck v3 lock"] // 0 | floor')" -ge 5
+    check "fairness: v8's Jain 0.08 drawn, on its own linear scale (at least 5 px wide)" \
+        test "$(seen '.bar["fairness v8 lock"] // 0 | floor')" -ge 5
     check "stuck: v6's nested acquire too" test "$(seen '.bar["stuck v6 lock"] // 0 | floor')" -ge 5
     check "lost, gap, refused: a bar each for v8, v11, v9" test "$(seen '[.bar["lost v8 store"],
         .bar["gap v11 store"], .bar["refused v9 lock"]] | map(. // 0) | min | floor')" -ge 5
