@@ -59,7 +59,9 @@ static int stop_signal(void)
 
     if (sigpending(&pending) != 0)
         return 0;
-    return sigismember(&pending, SIGTERM) == 1 ? SIGTERM : sigismember(&pending, SIGINT) == 1 ? SIGINT : 0;
+    if (sigismember(&pending, SIGTERM) == 1)
+        return SIGTERM;
+    return sigismember(&pending, SIGINT) == 1 ? SIGINT : 0;
 }
 
 static int stop_asked(void)
