@@ -331,7 +331,8 @@ static struct rd_conn *master_at(struct rd_client *rc, const struct rd_server *a
  * sentinel on a minority side, or one that missed a failover, still names the old master
  * under the old epoch). A named address that says it is a replica is passed over; two
  * that say master under the same epoch are two masters at once (a partition, a failover
- * under way): neither is written to until the sentinels agree again. */
+ * under way): the one a majority of all the sentinels named is used, and where neither
+ * has a majority, neither is written to until the sentinels agree again. */
 static struct rd_conn *confirm(struct rd_client *rc, struct sentinel *s, const struct answers *a,
                                struct rd_error *err)
 {
@@ -352,6 +353,18 @@ static struct rd_conn *confirm(struct rd_client *rc, struct sentinel *s, const s
             break;
         if ((cn = master_at(rc, &a->at[i], err)) == NULL)
             continue;
+        if (found && (a->named[which] > s->n / 2 || a->named[i] > s->n / 2)) {
+            /* A majority of all the sentinels named one of the two: the rest cannot
+             * outvote it (the round may have ended before or after the others spoke). */
+            if (a->named[i] > s->n / 2) {
+                rd_conn_close(found);
+                found = cn;
+                which = i;
+            } else {
+                rd_conn_close(cn);
+            }
+            continue;
+        }
         if (found) {
             rd_conn_close(cn);
             rd_conn_close(found);
