@@ -22,7 +22,7 @@ PREFIX   ?= /usr/local
 CC       ?= cc
 WERROR   ?= 1
 SANITIZER ?=
-PKGS     := libmicrohttpd hiredis jansson
+PKGS     := libmicrohttpd hiredis jansson libmariadb
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2
 ifeq ($(WERROR),1)
@@ -42,13 +42,13 @@ endif
 FINAL_LIBS := $(PKG_LIBS) -lzookeeper_mt -pthread $(LDLIBS)
 
 COMMON_SRC  := $(wildcard common/*.c)
-LOCK_SRC    := $(wildcard lock/*.c redis/*.c zk/*.c)
+LOCK_SRC    := $(wildcard lock/*.c redis/*.c zk/*.c db/*.c)
 SERVICE_SRC := $(wildcard service/*.c service/*/*.c)
 LUA_SRC     := $(wildcard lock/scripts/*.lua service/store/scripts/*.lua)
 COMMON_OBJ  := $(COMMON_SRC:%.c=build/%.o)
 LOCK_OBJ    := $(LOCK_SRC:%.c=build/%.o) $(COMMON_OBJ)
 SERVICE_OBJ := $(SERVICE_SRC:%.c=build/%.o)
-HEADERS     := $(wildcard common/*.h lock/*.h redis/*.h zk/*.h service/*.h service/*/*.h loadtest/*.h tests/*.h) \
+HEADERS     := $(wildcard common/*.h lock/*.h redis/*.h zk/*.h db/*.h service/*.h service/*/*.h loadtest/*.h tests/*.h) \
                build/lua_scripts.h build/script_args.h build/live_html.h
 
 .PHONY: all test demo bench compare fuzz model deps install clean

@@ -365,3 +365,21 @@ int lock_grant_is_wanted(struct lock_client *lc, const struct lock_grant *g)
 {
     return lock_wait_is_wanted(lc, g);
 }
+
+int lock_grant_fence(struct lock_client *lc, const struct lock_grant *g, struct db_conn *c,
+                     int release, struct error *err)
+{
+    if (lc->ops->fence == NULL)
+        return LOCK_OK;
+    return lc->ops->fence(lc, g, c, release && lock_grant_fence_releases(lc, g), err);
+}
+
+int lock_grant_fence_releases(const struct lock_client *lc, const struct lock_grant *g)
+{
+    return lc->ops->fence && lc->ops->forget && g->depth == 1;
+}
+
+struct db_conn *lock_grant_db(const struct lock_client *lc, const struct lock_grant *g)
+{
+    return lc->ops->conn ? lc->ops->conn(g) : NULL;
+}

@@ -1,4 +1,4 @@
-/* lock.h - The lock library: eleven versions of a distributed lock, v1 to v11, and the
+/* lock.h - The lock library: fifteen versions of a distributed lock, v1 to v15, and the
  * baseline none (no lock), behind one table (`inventory-service --list-versions` lists
  * them with the service's own atomic sale, which takes no lock).
  *
@@ -8,15 +8,19 @@
  * renews). Each lock/vN_*.c holds only what that version adds and ends with its table;
  * steps that two versions share live in lock/steps.c, which both name. v1 to v8 are the
  * eight-version evolution; v9 (fencing tokens), v10 (Redlock) and v11 (ZooKeeper's
- * recipe) extend it.
+ * recipe) extend it; v12 to v15 are the database's chapter (MariaDB: a lock table, the
+ * same with an expiry and the watchdog, the same fenced by the sale's transaction, and
+ * the row lock).
  *
  * A process creates one lock_client for the version it runs and shares it between its
  * threads. It talks to Redis only through the Redis layer (redis/redis.h), and to
- * ZooKeeper only through the ZooKeeper layer (zk/zk.h): the data Redis (the item's
- * stock, its lock and its fencing counter) is a struct rd_client the caller creates and
- * lends, as v11's session is a struct zk_client; redlock's masters are clients of its
- * own. The caller names an item; the library derives the keys `lock:{I}` and
- * `fence:{I}` and the owner id `<instance id>:<thread number>`.
+ * ZooKeeper only through the ZooKeeper layer (zk/zk.h), and to the database only
+ * through the database layer (db/db.h): the data Redis (the item's stock, its lock and
+ * its fencing counter) is a struct rd_client the caller creates and lends, as v11's
+ * session is a struct zk_client and the pool of v12 to v15 a struct db_client; redlock's
+ * masters are clients of its own. The caller names an item; the library derives the keys
+ * `lock:{I}` and `fence:{I}` (and the lock rows' name, the item's) and the owner id
+ * `<instance id>:<thread number>`.
  *
  * Library code never prints and never aborts on bad input: every call returns an enum
  * lock_status and, on LOCK_ERROR or LOCK_UNAVAILABLE, fills a caller-supplied struct
@@ -33,6 +37,7 @@
 
 #include "common/error.h"
 #include "common/item.h"
+#include "db/db.h"
 #include "redis/redis.h"
 #include "zk/zk.h"
 
@@ -76,6 +81,8 @@ struct lock_config {
                                  Lent: the caller frees it after the lock client */
     struct zk_client *zk;     /* v11: the ZooKeeper session its nodes live in (the store's,
                                  lent likewise) */
+    struct db_client *db;     /* v12 to v15: the database its lock rows live in (the
+                                 store's pool, lent likewise) */
     long ttl_ms;              /* lease length; 0 means LOCK_TTL_DEFAULT_MS */
     long retry_ms;            /* poll: sleep between tries; 0 means 10 */
     const char *instance_id;  /* unique per process (a uuid); prefix of every owner id */
@@ -177,6 +184,20 @@ struct lock_ops {
      * (sure 0: the write's answer was lost): g forgotten; a guard that may still be there
      * is deleted in the background. */
     void (*forget)(struct lock_client *lc, struct lock_grant *g, int sure);
+    /* 1: the lock lives in the store's database (--mysql: v12 to v15). */
+    int database;
+    /* Optional, a lock kept in the store's database (v14): inside the caller's open
+     * transaction on c, checks that g still holds the lock (its row names g's owner, and
+     * stays locked until the transaction ends, so no one can take it meanwhile) and, with
+     * release set, gives g back in the same transaction (g's last hold: the caller then
+     * calls lock_release_done once it committed). LOCK_OK, LOCK_NOT_OWNER (the write is
+     * to be rolled back: the lease was lost), or LOCK_ERROR with err. */
+    int (*fence)(struct lock_client *lc, const struct lock_grant *g, struct db_conn *c,
+                 int release, struct error *err);
+    /* Optional (v15): the connection whose open transaction is g's lock. The store reads
+     * and writes in it; its COMMIT (or ROLLBACK) gives the lock back, and the store then
+     * calls lock_release_done. */
+    struct db_conn *(*conn)(const struct lock_grant *g);
 };
 
 /* A running version. Created once per process; shared by all threads. */
@@ -276,6 +297,18 @@ const char *lock_grant_guard_release(const struct lock_client *lc, const struct 
  * version deletes the guard in the background if it is still there): what lock_release
  * does in this process. LOCK_OK. */
 int lock_release_done(struct lock_client *lc, struct lock_grant *g, int sure);
+
+/* A lock kept in the store's database: inside the caller's open transaction on c, the
+ * version's fence (lock_ops.fence): LOCK_OK (also for a version without one),
+ * LOCK_NOT_OWNER, or LOCK_ERROR (err). With release set it gives g back too when
+ * lock_grant_fence_releases says it can. */
+int lock_grant_fence(struct lock_client *lc, const struct lock_grant *g, struct db_conn *c,
+                     int release, struct error *err);
+/* 1 when the version's fence can give g back inside the caller's transaction (it has a
+ * fence, and g is the last hold, depth 1). */
+int lock_grant_fence_releases(const struct lock_client *lc, const struct lock_grant *g);
+/* The connection whose open transaction is g's lock (v15), or NULL. */
+struct db_conn *lock_grant_db(const struct lock_client *lc, const struct lock_grant *g);
 
 /* 1 when a waiter in another process has asked for the lock since g was granted (it
  * was refused and said so on the lock's channel; notify only, else always 0). A holder
