@@ -180,3 +180,84 @@ t_cleanup() {
     rm -rf "$T_TMP"
 }
 trap t_cleanup EXIT
+
+# start_mariadb [ARG...]: a private mariadbd on a free port of 127.0.0.1 (ARGs added to its
+# command line), its data directory made fresh under T_TMP (MARIADB_DIR/data), waited for
+# until it answers a ping (20 s at most). root@127.0.0.1 has no password (mdb); the user
+# inventory@127.0.0.1 gets a random one, in MARIADB_PASSWORD_FILE (mode 600, first line),
+# ALL on the database inventory and CREATE. Sets MARIADB_PORT, MARIADB_PID, MARIADB_DIR and
+# MARIADB_PASSWORD_FILE; t_cleanup stops it. A port taken between free_port and the bind is
+# retried. MARIADB_DIR/run starts it again (restart_mariadb).
+start_mariadb() {
+    local attempt root=""
+    [ "$(id -u)" != 0 ] || root=--user=root
+    for attempt in 1 2 3; do
+        MARIADB_PORT=$(free_port)
+        MARIADB_DIR=$T_TMP/mariadb-$MARIADB_PORT
+        mkdir -p "$MARIADB_DIR"
+        if ! mariadb-install-db --no-defaults $root --datadir="$MARIADB_DIR/data" \
+                --auth-root-authentication-method=normal --skip-test-db \
+                --innodb-log-file-size=16M >"$MARIADB_DIR/install.log" 2>&1; then
+            echo "mariadb-install-db failed in $MARIADB_DIR:" >&2
+            tail -n 20 "$MARIADB_DIR/install.log" >&2
+            return 1
+        fi
+        { printf 'exec'
+          printf ' %q' mariadbd --no-defaults $root --datadir="$MARIADB_DIR/data" \
+              --port="$MARIADB_PORT" --bind-address=127.0.0.1 --socket="$MARIADB_DIR/sock" \
+              --pid-file="$MARIADB_DIR/pid" --skip-name-resolve \
+              --innodb-flush-log-at-trx-commit=1 --innodb-buffer-pool-size=64M \
+              --innodb-log-file-size=16M --max-connections=400 \
+              --log-error="$MARIADB_DIR/log" "$@"
+          echo; } > "$MARIADB_DIR/run"
+        if mariadb_run; then
+            MARIADB_PASSWORD_FILE=$MARIADB_DIR/password
+            new_secret "$MARIADB_PASSWORD_FILE"
+            # The password through stdin: never on a command line.
+            mdb_stdin <<SQL || { echo "mariadbd on $MARIADB_PORT: cannot create the user" >&2; return 1; }
+CREATE USER 'inventory'@'127.0.0.1' IDENTIFIED BY '$(head -n 1 "$MARIADB_PASSWORD_FILE")';
+GRANT ALL ON \`inventory\`.* TO 'inventory'@'127.0.0.1';
+GRANT CREATE ON *.* TO 'inventory'@'127.0.0.1';
+SQL
+            return 0
+        fi
+        grep -q 'Address already in use' "$MARIADB_DIR/log" 2>/dev/null || break
+    done
+    echo "mariadbd did not start on port $MARIADB_PORT:" >&2
+    tail -n 20 "$MARIADB_DIR/log" >&2
+    return 1
+}
+
+# mariadb_run: starts MARIADB_DIR/run (the mariadbd start_mariadb laid out) in the
+# background and waits until it answers a ping (20 s at most); sets MARIADB_PID and adds it
+# to T_PIDS. Fails when it exits first or does not answer in time.
+mariadb_run() {
+    bash "$MARIADB_DIR/run" >>"$MARIADB_DIR/out" 2>&1 &
+    MARIADB_PID=$!
+    T_PIDS="$T_PIDS $MARIADB_PID"
+    for _ in $(seq 200); do
+        mariadb-admin --no-defaults -h127.0.0.1 -P"$MARIADB_PORT" -uroot --connect-timeout=1 \
+            ping >/dev/null 2>&1 && return 0
+        running "$MARIADB_PID" || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# restart_mariadb: kills the mariadbd of MARIADB_PID at once (kill -9: a crash) and starts
+# it again on the same port and data directory (MARIADB_DIR), waited for as start_mariadb
+# waits; sets MARIADB_PID.
+restart_mariadb() {
+    local p rest=""
+    kill -9 "$MARIADB_PID" 2>/dev/null
+    wait "$MARIADB_PID" 2>/dev/null     # reaped here: no "Killed" line, no pid to reuse
+    for _ in $(seq 100); do running "$MARIADB_PID" || break; sleep 0.05; done
+    for p in $T_PIDS; do [ "$p" = "$MARIADB_PID" ] || rest="$rest $p"; done
+    T_PIDS=$rest
+    mariadb_run || { echo "mariadbd did not start again on port $MARIADB_PORT" >&2; return 1; }
+}
+
+# mdb SQL...: runs SQL as root on the mariadbd of MARIADB_PORT; prints the rows, tab
+# separated, no column names. mdb_stdin: the same, the SQL read from stdin.
+mdb() { mariadb --no-defaults -h127.0.0.1 -P"$MARIADB_PORT" -uroot -N -B -e "$*"; }
+mdb_stdin() { mariadb --no-defaults -h127.0.0.1 -P"$MARIADB_PORT" -uroot -N -B; }
