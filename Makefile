@@ -53,6 +53,7 @@ HEADERS     := $(wildcard common/*.h lock/*.h redis/*.h zk/*.h db/*.h service/*.
 
 .PHONY: all test demo bench compare fuzz model deps install clean
 all: build/inventory-service build/test_lock build/test_redis build/test_cluster build/test_store \
+     build/test_db \
      build/zk_lock build/zk-ceiling $(if $(wildcard loadtest/report.c),build/evolution-report) \
      $(if $(wildcard loadtest/load.c),build/sale-load) \
      $(if $(wildcard loadtest/clockstep.c),build/clockstep.so)
@@ -90,6 +91,10 @@ build/test_redis: build/tests/test_redis.o $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 build/test_cluster: build/tests/test_cluster.o $(LOCK_OBJ)
+	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
+
+# The database layer's test, on a private mariadbd (tests/test_db.sh starts it).
+build/test_db: build/tests/test_db.o $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 # The ensemble's own ceiling (loadtest/bench's zk-ceiling mode): one node set as fast as can be.

@@ -37,13 +37,15 @@ enum db_fault {
     DB_E_NO_DB,        /* the database named does not exist (1049) */
     DB_E_NO_TABLE,     /* a table named does not exist (1146) */
     DB_E_LOCK_WAIT,    /* a row lock was not had within the lock wait timeout (1205; a
-                          FOR UPDATE ... WAIT n that ran out, 3572 likewise): the statement
-                          did not run; the transaction is still open */
+                          FOR UPDATE ... WAIT n that ran out, 3572 likewise; 1969, the
+                          max_statement_time ran out): the statement did not run; the
+                          transaction is still open */
     DB_E_DEADLOCK,     /* the transaction was rolled back: a deadlock, or Galera's
                           certification found a conflicting write on another node (1213) */
     DB_E_DUP,          /* a unique key already holds the value (1062): nothing inserted */
     DB_E_NOT_READY,    /* the server takes no statements now: a Galera node outside the
-                          primary component (1047), or a shutdown under way (1053) */
+                          primary component (1047), a shutdown under way (1053), or no
+                          writes (read_only: 1290, 1836) */
     DB_E_USAGE,        /* the caller's mistake: a bad argument, a statement too long */
     DB_E_NOMEM,
     DB_E_OTHER         /* any other answer (its code in code) */
@@ -100,12 +102,14 @@ void db_counts(const struct db_client *dc, struct db_counts *out);
 
 struct db_conn;
 
-/* A connection of the pool for the calling thread: an idle one, or a new one (connected
- * to the database). NULL
+/* A connection of the pool for the calling thread: an idle one (pinged first when idle
+ * over a second: one the server closed meanwhile is replaced), or a new one (connected to
+ * the database); past pool_max, waits up to connect_timeout_ms for one to come back. NULL
  * with err (DB_E_CONNECT: nothing was sent; DB_E_AUTH; DB_E_NO_DB). */
 struct db_conn *db_get(struct db_client *dc, struct db_error *err);
 /* Puts c back (NULL: nothing): rolled back first when a transaction is open on it; closed
- * instead when it failed on its way or broken is set. */
+ * instead when it failed on its way or broken is set. A variable a caller set on it (SET
+ * innodb_lock_wait_timeout = 1) stays with it: put it back broken to drop that. */
 void db_put(struct db_conn *c, int broken);
 /* The server's id of c's connection (CONNECTION_ID(), what KILL takes). */
 unsigned long db_conn_id(const struct db_conn *c);
@@ -130,15 +134,16 @@ struct db_result {
 
 /* Runs sql: one statement, or several separated by ';' sent in one round trip (the
  * server runs them in order and stops at the first that fails). res[i] (when i < nres)
- * gets statement i's result. DB_OK when every statement ran; DB_FAIL with err, and
- * *failed (may be NULL) the index of the statement that failed (those after it did not
- * run; a transaction opened before it is still open unless err says DB_E_DEADLOCK or
- * DB_E_LOST). res may be NULL when nres is 0. */
+ * gets statement i's result. DB_OK when every statement ran (*failed then -1); DB_FAIL
+ * with err, and *failed (may be NULL) the index of the statement that failed (those after
+ * it did not run; a transaction opened before it is still open unless err says
+ * DB_E_DEADLOCK or DB_E_LOST). res may be NULL when nres is 0. */
 int db_run(struct db_conn *c, const char *sql, struct db_result *res, int nres, int *failed,
            struct db_error *err);
 
-/* s as an SQL string literal, quoted and escaped for c's connection ('it''s' style),
- * into buf; returns buf, or NULL when it does not fit (buf then ""). */
+/* s as an SQL string literal, quoted and escaped for c's connection ('it\'s'; 'it''s'
+ * under NO_BACKSLASH_ESCAPES), into buf; returns buf, or NULL when it does not fit (buf
+ * then ""). */
 const char *db_quote(struct db_conn *c, const char *s, char *buf, size_t size);
 
 #endif

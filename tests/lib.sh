@@ -214,12 +214,13 @@ start_mariadb() {
             MARIADB_PASSWORD_FILE=$MARIADB_DIR/password
             new_secret "$MARIADB_PASSWORD_FILE"
             # The password through stdin: never on a command line.
-            mdb_stdin <<SQL || { echo "mariadbd on $MARIADB_PORT: cannot create the user" >&2; return 1; }
+            mdb_stdin <<SQL && return 0
 CREATE USER 'inventory'@'127.0.0.1' IDENTIFIED BY '$(head -n 1 "$MARIADB_PASSWORD_FILE")';
 GRANT ALL ON \`inventory\`.* TO 'inventory'@'127.0.0.1';
 GRANT CREATE ON *.* TO 'inventory'@'127.0.0.1';
 SQL
-            return 0
+            echo "mariadbd on $MARIADB_PORT: cannot create the user inventory" >&2
+            return 1
         fi
         grep -q 'Address already in use' "$MARIADB_DIR/log" 2>/dev/null || break
     done
@@ -234,6 +235,7 @@ SQL
 mariadb_run() {
     bash "$MARIADB_DIR/run" >>"$MARIADB_DIR/out" 2>&1 &
     MARIADB_PID=$!
+    disown "$MARIADB_PID"   # killed by a test (kill -9): no "Killed" line from this shell
     T_PIDS="$T_PIDS $MARIADB_PID"
     for _ in $(seq 200); do
         mariadb-admin --no-defaults -h127.0.0.1 -P"$MARIADB_PORT" -uroot --connect-timeout=1 \
@@ -246,11 +248,11 @@ mariadb_run() {
 
 # restart_mariadb: kills the mariadbd of MARIADB_PID at once (kill -9: a crash) and starts
 # it again on the same port and data directory (MARIADB_DIR), waited for as start_mariadb
-# waits; sets MARIADB_PID.
+# waits; sets MARIADB_PID. (Of several servers: the one MARIADB_PID, MARIADB_PORT and
+# MARIADB_DIR name, the last started unless set back.)
 restart_mariadb() {
     local p rest=""
     kill -9 "$MARIADB_PID" 2>/dev/null
-    wait "$MARIADB_PID" 2>/dev/null     # reaped here: no "Killed" line, no pid to reuse
     for _ in $(seq 100); do running "$MARIADB_PID" || break; sleep 0.05; done
     for p in $T_PIDS; do [ "$p" = "$MARIADB_PID" ] || rest="$rest $p"; done
     T_PIDS=$rest
