@@ -54,7 +54,7 @@ HEADERS     := $(wildcard common/*.h lock/*.h redis/*.h zk/*.h db/*.h service/*.
 .PHONY: all test demo bench compare fuzz model deps install clean
 all: build/inventory-service build/test_lock build/test_redis build/test_cluster build/test_store \
      build/test_db \
-     build/zk_lock build/zk-ceiling $(if $(wildcard loadtest/report.c),build/evolution-report) \
+     build/zk_lock build/zk-ceiling build/db-ceiling $(if $(wildcard loadtest/report.c),build/evolution-report) \
      $(if $(wildcard loadtest/load.c),build/sale-load) \
      $(if $(wildcard loadtest/clockstep.c),build/clockstep.so)
 
@@ -99,6 +99,10 @@ build/test_db: build/tests/test_db.o $(LOCK_OBJ)
 
 # The ensemble's own ceiling (loadtest/bench's zk-ceiling mode): one node set as fast as can be.
 build/zk-ceiling: build/loadtest/zk_ceiling.o $(COMMON_OBJ) $(filter build/zk/%,$(LOCK_OBJ))
+	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
+
+# The database's own ceiling (loadtest/bench's db-ceiling mode): one-row commits as fast as can be.
+build/db-ceiling: build/loadtest/db_ceiling.o $(COMMON_OBJ) $(filter build/db/%,$(LOCK_OBJ))
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 # v11's lock alone, for the interop test with another ZooKeeper client (tests/zk_interop.py).
