@@ -106,7 +106,8 @@ int main(int argc, char **argv)
                 CONNS_MAX);
         return 2;
     }
-    struct db_config cfg = { .host = host, .port = port, .user = getenv("MYSQL_USER"),
+    const char *user = getenv("MYSQL_USER");
+    struct db_config cfg = { .host = host, .port = port, .user = user ? user : "inventory",
                              .password = password(pw, sizeof(pw)), .database = getenv("MYSQL_DB"),
                              .pool_max = conns + 1 };
     if ((c.db = db_client_create(&cfg, &err)) == NULL || db_ensure_database(c.db, &err) != DB_OK ||
