@@ -61,6 +61,24 @@ expect v11 pause+unguarded no-oversell    broken "no check, sets with version -1
 expect v11 pause+unguarded no-stale-write broken "no check, sets with version -1: the stale write lands"
 expect v11 pause+no-check  no-oversell    holds  "the version alone stops the lost update"
 expect v11 pause+no-check  no-stale-write broken "without the check a write lands without the lock (on a read its version proves fresh)"
+expect v13 pause              mutex          broken "the paused holder's lock_until passes: the next takes the row beside it"
+expect v13 pause              no-stale-write broken "the sale's write does not look at the row"
+expect v13 pause              no-oversell    broken "the paused holder's write lands on its old read"
+expect v13 short-pause        mutex          holds  "a pause shorter than the lease"
+expect v13 clock-jump-forward mutex          broken "a client's clock ahead takes a live lease"
+expect v13 clock-jump-forward no-oversell    broken "a client's clock ahead takes a live lease"
+expect v13 crash              progress       holds  "the dead holder's lock_until passes"
+expect v14 pause              mutex          broken "the paused holder and the next hold at once"
+expect v14 pause              no-stale-write holds  "the paused holder's lease check stops it"
+expect v14 pause              no-oversell    holds  "the paused holder's lease check stops it"
+expect v14 late-pause         no-oversell    holds  "paused after its lease check: its transaction finds the row names another"
+expect v14 late-pause         no-stale-write broken "a lone late write, the row still naming it, lands (harmless)"
+expect v14 late-pause+no-check no-oversell   broken "without the row's check the stale write lands"
+expect v14 txn-pause          no-oversell    holds  "the transaction locks the row: the next take waits for its commit"
+expect v14 clock-jump-forward mutex          holds  "the lease's times on the database's clock"
+expect v14 clock-jump-db      mutex          broken "the database's clock jumps: the holder's lease passes"
+expect v14 clock-jump-db      no-oversell    holds  "the transaction's check of the row refuses the stale write"
+expect v14 crash              progress       holds  "the dead holder's lock_until passes"
 
 # Every broken row: a readable sequence beside it, ending with the break.
 broken=$(jq -r '.[] | select(.holds | not) | "\(.version)-\(.fault)-\(.property)"' "$OUT/model.json" 2>/dev/null)
@@ -103,5 +121,15 @@ check "v11 no-check's sequence: a multi lands after its client's session expired
     "$OUT/model/v11-pause+no-check-no-stale-write.txt"
 check "v11's diagrams name ZooKeeper's lane, the others Redis's" sh -c \
     "grep -q '>ZooKeeper</text>' '$OUT/model/v11-pause-mutex.svg' && ! grep -q '>Redis</text>' '$OUT/model/v11-pause-mutex.svg' && grep -q '>Redis</text>' '$OUT/model/v4-long-work-mutex.svg'"
+check "v13 pause's sequence: A's lease passes while it is paused, B takes the row and sells, then A writes on its old read" \
+    awk '/^A: read stock 2$/ { r = 1 } r && /^A: paused/ { p = 1 } p && /^A.s lease expires/ { e = 1 }
+         e && /^B: acquire ok/ { b = 1 } b && /^B: write stock 1/ { wb = 1 } wb && /^A: write stock 1/ { wa = 1 }
+         END { exit !wa }' "$OUT/model/v13-pause-no-oversell.txt"
+check "v14 late-pause+no-check's sequence: A's write, unchecked, lands after B's" \
+    awk '/^A: lease check ok/ { c = 1 } c && /^A: paused/ { p = 1 } p && /^B: write stock 1/ { wb = 1 }
+         wb && /^A: write stock 1/ { wa = 1 } END { exit !wa }' \
+    "$OUT/model/v14-late-pause+no-check-no-oversell.txt"
+check "v13's and v14's diagrams name MariaDB's lane" sh -c \
+    "grep -q '>MariaDB</text>' '$OUT/model/v13-pause-no-oversell.svg' && grep -q '>MariaDB</text>' '$OUT/model/v14-clock-jump-db-mutex.svg' && ! grep -q '>Redis</text>' '$OUT/model/v13-pause-no-oversell.svg'"
 
 t_report
