@@ -75,7 +75,8 @@ nginx_connections() { echo $(( $1 * 2 + 64 > 1024 ? $1 * 2 + 64 : 1024 )); }
 # here: nginx's (STACK_NGINX_PORT when set), a span of 12 from the Redis port for what
 # deploy/up lays out after it (redlock's masters, the replicas, the sentinels; with
 # --cluster N, its 2N nodes, each with its bus port + 10000; with --zookeeper N, the
-# ensemble's 3N ports instead of any Redis: --zk-port), and one per instance.
+# ensemble's 3N ports instead of any Redis: --zk-port; with --mysql, the database
+# server's port instead: --mysql-port), and one per instance.
 # Another run may take a port between the look and the bind (deploy/up's exit 3): then
 # other ports, three tries in all. deploy/up's stderr goes to ERR_FILE, its stdout is
 # the caller's. Returns deploy/up's exit code.
@@ -84,6 +85,7 @@ stack_up() {
     for a in "$@"; do
         [ "$prev" != --cluster ] || { room=10000; [ $((2 * a)) -le "$span" ] || span=$((2 * a)); }
         [ "$prev" != --zookeeper ] || { at=--zk-port; ! is_uint "$a" || [ $((3 * a)) -le "$span" ] || span=$((3 * a)); }
+        [ "$a" != --mysql ] || { at=--mysql-port; span=1; }
         prev=$a
     done
     for _ in 1 2 3; do
@@ -395,12 +397,16 @@ item_reset_commands() {
 }
 # items_read K FILE: every item's "NAME STOCK SOLD LEDGER" of item0001..K into FILE, a line
 # each, read in one pipeline (rcli: on a cluster, each where its slot is; on ZooKeeper,
-# zk_admin --get-stock); the names in FILE.names. Fails when the store did not answer for
-# every item.
+# zk_admin --get-stock; in the database, db_admin --get-stock); the names in FILE.names.
+# Fails when the store did not answer for every item.
 items_read() {
     seq -f "item%04g" 1 "$1" > "$2.names"
-    if [ -n "${ZK_CONNECT:-}" ]; then
-        zk_admin --get-stock --items "$1" > "$2" || return 1
+    if [ -n "${MYSQL_CONNECT:-}" ] || [ -n "${ZK_CONNECT:-}" ]; then
+        if [ -n "${MYSQL_CONNECT:-}" ]; then
+            db_admin --get-stock --items "$1" > "$2" || return 1
+        else
+            zk_admin --get-stock --items "$1" > "$2" || return 1
+        fi
         [ "$(wc -l < "$2")" = "$1" ]
         return
     fi
@@ -470,12 +476,106 @@ zk_item_state() {
     echo "$2 $3 $4"
 }
 
+# --- MariaDB (a stack from deploy/up --mysql or --mysqls H:P: MYSQL_CONNECT,
+# MYSQL_PASSWORD_FILE, MYSQL_DIR in stack.env) ----------------------------------------------
+# An item is a row of items (item, stock, sold), each sale a row of orders, in the database
+# inventory; the service reads and sets them (--get-stock, --set-stock). The server deploy/up
+# starts runs from RUN_DIR/mysql/my.cnf (deploy/up-mysql.sh writes it), its pid file
+# RUN_DIR/mysql.pid, its error log RUN_DIR/mysql.log; root has no password over TCP there.
+
+# mysql_server_bin: the mariadbd to run (MARIADBD_BIN; else the one on PATH, else Debian's
+# /usr/sbin/mariadbd, which a user's PATH may leave out).
+mysql_server_bin() { echo "${MARIADBD_BIN:-$(command -v mariadbd || echo /usr/sbin/mariadbd)}"; }
+# mysql_server_run DIR: starts mariadbd in its own session from DIR/mysql/my.cnf as it is
+# (also to start again a server that was killed: its port and data are in that file), its
+# output appended to DIR/mysql.log; writes DIR/mysql.pid: the pid, then the pattern
+# deploy/down checks before a kill. Sets MYSQL_STARTED_PID, adds it to STARTED_PIDS.
+# MYSQL_LAUNCH (an array, may be unset) goes before the command, as REDIS_LAUNCH does.
+mysql_server_run() {
+    local cnf=$1/mysql/my.cnf
+    [ -f "$cnf" ] || { echo "$PROG: no $cnf: no server was ever started in $1" >&2; return 1; }
+    setsid ${MYSQL_LAUNCH[@]+"${MYSQL_LAUNCH[@]}"} "$(mysql_server_bin)" --defaults-file="$cnf" \
+        </dev/null >>"$1/mysql.log" 2>&1 &
+    MYSQL_STARTED_PID=$!
+    STARTED_PIDS="${STARTED_PIDS:-} $MYSQL_STARTED_PID"
+    printf '%s\nmariadbd --defaults-file=%s \n' "$MYSQL_STARTED_PID" "$cnf" > "$1/mysql.pid"
+}
+# mysql_pings [HOST:PORT]: true when the server of MYSQL_CONNECT (or HOST:PORT) answers
+# root's ping (mariadb-admin).
+mysql_pings() {
+    local at=${1:-$MYSQL_CONNECT}
+    in_net mariadb-admin --no-defaults -h "${at%:*}" -P "${at##*:}" -uroot --connect-timeout=2 \
+        ping >/dev/null 2>&1
+}
+# mdb_sql [SQL]: SQL (else the statements on stdin) run by the mariadb client as root on
+# the server of MYSQL_CONNECT (MDB_AT=HOST:PORT: another), no database chosen (name
+# inventory.items); rows on stdout, tab-separated, no header. Returns the client's status.
+# For the servers deploy/up starts, and the tests' (root without a password over TCP);
+# a statement holding a secret goes on stdin, never in argv.
+mdb_sql() {
+    local at=${MDB_AT:-$MYSQL_CONNECT}
+    set -- mariadb --no-defaults -h "${at%:*}" -P "${at##*:}" -uroot --connect-timeout=5 -N -B \
+        ${1+-e "$*"}
+    in_net "$@"
+}
+# db_admin ARG...: the service's store operations on MYSQL_CONNECT's database, run from the
+# command line (build/inventory-service --mysql MYSQL_CONNECT, the password by
+# MYSQL_PASSWORD_FILE, ARG...: --set-stock N, --get-stock, with --item I or --items K);
+# stdout as it prints it ("ITEM STOCK SOLD LEDGER" a line for --get-stock), its errors on
+# stderr (its INFO log lines left out). Returns its exit status.
+db_admin() {
+    local rc pw=()
+    [ -z "${MYSQL_PASSWORD_FILE:-}" ] || pw=(--mysql-password-file "$MYSQL_PASSWORD_FILE")
+    { in_net "${SERVICE_BIN:-${DEPLOY_DIR%/*}/build/inventory-service}" --mysql "$MYSQL_CONNECT" \
+          "${pw[@]}" "$@" 2>&1 1>&3 3>&- | grep -v '^[0-9TZ:-]* INFO ' >&2
+      rc=${PIPESTATUS[0]}; } 3>&1
+    return "$rc"
+}
+# db_item_state ITEM: "STOCK SOLD LEDGER" of ITEM in the database, as item_state gives it
+# on Redis; fails when the database does not answer or ITEM has no row.
+db_item_state() {
+    local line
+    line=$(db_admin --get-stock --item "$1") || return 1
+    set -- $line
+    echo "$2 $3 $4"
+}
+# mysql_ours: the pid of the mariadbd the stack's deploy/up started (MYSQL_DIR/mysql.pid),
+# when it runs; fails otherwise.
+mysql_ours() {
+    local pid
+    pid=$(head -n 1 "${MYSQL_DIR:-/nonexistent}/mysql.pid" 2>/dev/null) &&
+        is_ours "$pid" "mariadbd --defaults-file=$MYSQL_DIR/mysql/my.cnf" && echo "$pid"
+}
+# mysql_kill9: the stack's mariadbd killed -9 (a crash: what InnoDB had not synced is
+# lost), waited for until it is gone; fails when it was not running.
+mysql_kill9() {
+    local pid
+    pid=$(mysql_ours) || { echo "$PROG: no mariadbd of ${MYSQL_DIR:-?} runs" >&2; return 1; }
+    kill -KILL "$pid" 2>/dev/null
+    wait_until 10 "" pid_gone "$pid"
+}
+# mysql_restart: the stack's mariadbd started again on its port and data directory (after
+# mysql_kill9: it recovers from its redo log), waited for until it answers
+# (MYSQL_START_WAIT_S, default 30). Fails when it does not.
+mysql_restart() {
+    [ -n "${MYSQL_DIR:-}" ] ||
+        { echo "$PROG: the stack's mariadbd is not ours (no MYSQL_DIR)" >&2; return 1; }
+    mark_log "$MYSQL_DIR/mysql.log"
+    mysql_server_run "$MYSQL_DIR" || return 1
+    wait_until "${MYSQL_START_WAIT_S:-30}" "$MYSQL_STARTED_PID" mysql_pings ||
+        { echo "$PROG: mariadbd did not answer again; see $MYSQL_DIR/mysql.log" >&2; return 1; }
+}
+
 # item_counts ITEM: "STOCK SOLD LEDGER" of ITEM now, in Redis (its stock and sold in one
-# MGET, then the ledger's length) or on ZooKeeper (zk_item_state); a sold or ledger that
-# is missing as 0. Fails when the store does not answer or ITEM has no stock.
+# MGET, then the ledger's length), on ZooKeeper (zk_item_state) or in the database
+# (db_item_state); a sold or ledger that is missing as 0. Fails when the store does not
+# answer or ITEM has no stock.
 item_counts() {
     local v stock sold ledger
-    if [ -n "${ZK_CONNECT:-}" ]; then
+    if [ -n "${MYSQL_CONNECT:-}" ]; then
+        v=$(db_item_state "$1") || return 1
+        read -r stock sold ledger <<< "$v"
+    elif [ -n "${ZK_CONNECT:-}" ]; then
         v=$(zk_item_state "$1") || return 1
         read -r stock sold ledger <<< "$v"
     else
