@@ -69,18 +69,28 @@ static int stop_asked(void)
     return stop_signal() != 0;
 }
 
-/* Why the store could not be had, and for ZooKeeper what was tried and what to start. */
+/* Why the store could not be had, and for ZooKeeper or the database what was tried and
+ * what to start or check. */
 static void store_failed(const struct error *err)
 {
     fprintf(stderr, "inventory-service: store %s: %s\n", svc.version, err->msg);
     if (svc.zookeeper && err->fault == FAULT_CONNECT)
         fprintf(stderr, "inventory-service: tried %s: is the ensemble up? deploy/up "
                 "--zookeeper 3 starts one here\n", svc.zookeeper);
+    if (svc.mysql && err->fault == FAULT_AUTH)
+        fprintf(stderr, "inventory-service: tried --mysql %s, database %s, user %s: check the "
+                "user, its password (--mysql-password-file or MYSQL_PASSWORD) and its rights "
+                "on the database; deploy/up --mysql starts one here with its own user\n",
+                svc.mysql, svc.mysql_db, svc.mysql_user);
+    else if (svc.mysql)
+        fprintf(stderr, "inventory-service: tried --mysql %s, database %s, user %s: is it up? "
+                "deploy/up --mysql starts one here\n", svc.mysql, svc.mysql_db, svc.mysql_user);
 }
 
-/* The store and, for a locked sale, the lock (lent the store's Redis client); the
- * passwords are wiped from svc once they have their copies. 0, or the exit status with
- * the reason printed: 2 for a lock the flags cannot make, else 1. */
+/* The store and, for a locked sale, the lock (lent the store's client: Redis's, the
+ * ZooKeeper session or the database's pool); the passwords are wiped from svc once they
+ * have their copies. 0, or the exit status with the reason printed: 2 for a lock the flags
+ * cannot make, else 1. */
 static int clients_create(void)
 {
     struct error err = { 0 };
@@ -95,10 +105,12 @@ static int clients_create(void)
     if ((svc_store = store_open(&svc, &err)) != NULL && svc.ops) {
         lock.redis = svc_store->redis;
         lock.zk = svc_store->zk;
+        lock.db = svc_store->db;
         svc_lock = lock_client_create(svc.ops, &lock, &err);
     }
     explicit_bzero(svc.redis_password, sizeof(svc.redis_password));
     explicit_bzero(svc.sentinel_password, sizeof(svc.sentinel_password));
+    explicit_bzero(svc.mysql_password, sizeof(svc.mysql_password));
     if (svc_store == NULL) {
         store_failed(&err);
         return err.fault == FAULT_USAGE ? 2 : 1;

@@ -4,6 +4,7 @@
 #include "service/config/internal.h"
 
 #include "common/item.h"
+#include "service/parse.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -26,6 +27,9 @@ struct service_config svc = {
     .workers = 4,
     .idem_ttl_ms = 86400 * 1000L,
     .zk_session_ms = 10000,
+    .mysql_db = "inventory",
+    .mysql_user = "inventory",
+    .mysql_pool = 64,
     .set_stock = -1,
     .lock_name = "v8",
 };
@@ -72,11 +76,15 @@ static void read_secret(const char *file, const char *var, const char *flag, cha
     }
 }
 
-/* The credentials: Redis's (REDIS_USER, REDIS_PASSWORD or --redis-password-file) and the
- * sentinels' (SENTINEL_USER, SENTINEL_PASSWORD or --sentinel-password-file). */
-static void read_passwords(const char *redis_file, const char *sentinel_file)
+/* The credentials: Redis's (REDIS_USER, REDIS_PASSWORD or --redis-password-file), the
+ * sentinels' (SENTINEL_USER, SENTINEL_PASSWORD or --sentinel-password-file) and, with
+ * --mysql, the database's (MYSQL_USER unless --mysql-user, MYSQL_PASSWORD or
+ * --mysql-password-file). */
+static void read_passwords(const char *redis_file, const char *sentinel_file,
+                           const char *mysql_file)
 {
     const char *user = getenv("REDIS_USER"), *sentinel_user = getenv("SENTINEL_USER");
+    const char *mysql_user = getenv("MYSQL_USER");
 
     if (user && *user)
         svc.redis_user = user;
@@ -86,6 +94,12 @@ static void read_passwords(const char *redis_file, const char *sentinel_file)
                 sizeof(svc.redis_password));
     read_secret(sentinel_file, "SENTINEL_PASSWORD", "--sentinel-password-file",
                 svc.sentinel_password, sizeof(svc.sentinel_password));
+    if (svc.mysql == NULL)
+        return;   /* MYSQL_PASSWORD is left alone: nothing here reads it */
+    if (mysql_user && *mysql_user && !config_given("mysql-user"))
+        svc.mysql_user = mysql_user;
+    read_secret(mysql_file, "MYSQL_PASSWORD", "--mysql-password-file", svc.mysql_password,
+                sizeof(svc.mysql_password));
 }
 
 /* Parses a whole number in [min, max] or exits with a one-line reason. */
@@ -128,7 +142,7 @@ static const char *server_list(const char *name, const char *a)
     return a;
 }
 
-static const char *password_file, *sentinel_password_file;
+static const char *password_file, *sentinel_password_file, *mysql_password_file;
 
 static void set_port(const char *a) { svc.port = (int)number_flag("port", a, 1, 65535); }
 static void set_lock(const char *a) { svc.lock_name = a; }
@@ -149,6 +163,11 @@ static void set_sentinel_master(const char *a) { svc.sentinel_master = a; }
 static void set_sentinels(const char *a) { svc.sentinels = server_list("sentinel", a); }
 static void set_cluster(const char *a) { svc.cluster = server_list("redis-cluster", a); }
 static void set_zookeeper(const char *a) { svc.zookeeper = server_list("zookeeper", a); }
+static void set_mysql_pool(const char *a)
+{
+    svc.mysql_pool = (int)number_flag("mysql-pool", a, 1, 1000);
+}
+static void set_mysql_password_file(const char *a) { mysql_password_file = a; }
 static void set_zk_session(const char *a) { svc.zk_session_ms = number_flag("zk-session-ms", a, 100, 600000); }
 static void set_set_stock(const char *a) { svc.set_stock = number_flag("set-stock", a, 0, 1000000000000L); }
 static void set_get_stock(const char *a) { (void)a; svc.get_stock = 1; }
@@ -182,6 +201,33 @@ static void set_redis(const char *a)
     memcpy(svc.redis_host, a, (size_t)(colon - a));
     svc.redis_host[colon - a] = '\0';
     svc.redis_port = (int)number_flag("redis port", colon + 1, 1, 65535);
+}
+
+static void set_mysql(const char *a)
+{
+    const char *colon = strrchr(a, ':');
+
+    if (colon == NULL || colon == a || (size_t)(colon - a) >= sizeof(svc.mysql_host))
+        config_fail("--mysql wants HOST:PORT, not '%s'", a);
+    memcpy(svc.mysql_host, a, (size_t)(colon - a));
+    svc.mysql_host[colon - a] = '\0';
+    svc.mysql_port = (int)number_flag("mysql port", colon + 1, 1, 65535);
+    svc.mysql = a;
+}
+
+/* A database's name: MariaDB's unquoted identifiers, as the tables are named in it. */
+static void set_mysql_db(const char *a)
+{
+    if (!token_is_valid(a, 64, "_$"))
+        config_fail("--mysql-db wants 1 to 64 characters of A-Z a-z 0-9 _ $, not '%s'", a);
+    svc.mysql_db = a;
+}
+
+static void set_mysql_user(const char *a)
+{
+    if (!token_is_valid(a, 80, "_.-@"))
+        config_fail("--mysql-user wants 1 to 80 characters of A-Z a-z 0-9 _ . - @, not '%s'", a);
+    svc.mysql_user = a;
 }
 
 static void set_name(const char *a)
@@ -235,6 +281,11 @@ static const struct flag {
     { .name = "redis-cluster", .has_arg = ARG_REQUIRED, .set = set_cluster },
     { .name = "zookeeper", .has_arg = ARG_REQUIRED, .set = set_zookeeper },
     { .name = "zk-session-ms", .has_arg = ARG_REQUIRED, .set = set_zk_session },
+    { .name = "mysql", .has_arg = ARG_REQUIRED, .set = set_mysql },
+    { .name = "mysql-db", .has_arg = ARG_REQUIRED, .set = set_mysql_db },
+    { .name = "mysql-user", .has_arg = ARG_REQUIRED, .set = set_mysql_user },
+    { .name = "mysql-password-file", .has_arg = ARG_REQUIRED, .set = set_mysql_password_file },
+    { .name = "mysql-pool", .has_arg = ARG_REQUIRED, .set = set_mysql_pool },
     { .name = "sentinel-master", .has_arg = ARG_REQUIRED, .set = set_sentinel_master },
     { .name = "sentinel-password-file", .has_arg = ARG_REQUIRED, .set = set_sentinel_password_file },
     { .name = "idempotency-ttl", .has_arg = ARG_REQUIRED, .set = set_idem_ttl },
@@ -274,12 +325,47 @@ static void label_store(void)
 {
     if (svc.zookeeper)
         snprintf(svc.redis_label, sizeof(svc.redis_label), "%.200s", svc.zookeeper);
+    else if (svc.mysql)
+        snprintf(svc.redis_label, sizeof(svc.redis_label), "%.180s/%.64s", svc.mysql, svc.mysql_db);
     else if (svc.sentinels)
         snprintf(svc.redis_label, sizeof(svc.redis_label), "sentinel master %.64s", svc.sentinel_master);
     else if (svc.cluster)
         snprintf(svc.redis_label, sizeof(svc.redis_label), "cluster %.200s", svc.cluster);
     else
         snprintf(svc.redis_label, sizeof(svc.redis_label), "%.200s:%d", svc.redis_host, svc.redis_port);
+}
+
+/* 1 when the first n characters of a name "password" (a flag's name, not a message). */
+static int names_password(const char *a, size_t n)
+{
+    for (size_t i = 0; i + 8 <= n; i++)
+        if (strncmp(a + i, "password", 8) == 0)
+            return 1;
+    return 0;
+}
+
+/* Every --NAME on the command line is a flag's whole name: getopt_long would take a prefix
+ * ("--mysql-password x" as --mysql-password-file x), and a password typed there would
+ * then be read as a file's name and shown in the refusal. Exits 2 naming only the name,
+ * never what follows its '='. */
+static void check_whole_names(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        size_t n = strcspn(a, "=");
+        int f = 0;
+        if (strncmp(a, "--", 2) != 0 || n == 2)
+            continue;   /* an argument, or "--" (getopt's end of flags) */
+        while (f < FLAGS && (strlen(flags[f].name) != n - 2 ||
+                             strncmp(flags[f].name, a + 2, n - 2) != 0))
+            f++;
+        if (f == FLAGS)
+            config_fail("unknown option '%.*s' (see --help%s)", (int)n, a,
+                        names_password(a, n) ? "; a password is read from a file or the "
+                                               "environment, never from the command line" : "");
+        if (flags[f].has_arg == ARG_REQUIRED && a[n] != '=')
+            i++;   /* its value */
+    }
 }
 
 void config_read(int argc, char **argv, void (*versions)(FILE *out, int tsv))
@@ -294,6 +380,7 @@ void config_read(int argc, char **argv, void (*versions)(FILE *out, int tsv))
                                               : no_argument };
     opts[FLAGS] = (struct option){ 0 };
     print_versions = versions;
+    check_whole_names(argc, argv);
     opterr = 0;
     while ((o = getopt_long(argc, argv, ":", opts, &index)) != -1) {
         if (o == ':')
@@ -308,7 +395,7 @@ void config_read(int argc, char **argv, void (*versions)(FILE *out, int tsv))
 
 void config_complete(void)
 {
-    read_passwords(password_file, sentinel_password_file);
+    read_passwords(password_file, sentinel_password_file, mysql_password_file);
     label_store();
     if (!svc.name[0])
         snprintf(svc.name, sizeof(svc.name), "inventory-%d", svc.port);

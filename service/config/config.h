@@ -22,6 +22,13 @@ struct service_config {
     const char *sentinels;       /* --sentinel: ask these where the master is (NULL: none) */
     const char *cluster;         /* --redis-cluster: these seed nodes (NULL: no cluster) */
     const char *zookeeper;       /* --zookeeper: the ensemble (NULL: the stock is in Redis) */
+    const char *mysql;           /* --mysql H:P: the database (NULL: not there) */
+    char mysql_host[256];        /* its host and port, from --mysql */
+    int mysql_port;
+    const char *mysql_db;        /* --mysql-db: the database's name (default inventory) */
+    const char *mysql_user;      /* --mysql-user or MYSQL_USER (default inventory) */
+    char mysql_password[513];    /* from --mysql-password-file or MYSQL_PASSWORD; "" none */
+    int mysql_pool;              /* --mysql-pool: connections at most (default 64) */
     long zk_session_ms;          /* --zk-session-ms: the session timeout asked for */
     const char *sentinel_master; /* its name, as the sentinels know it */
     const char *sentinel_user;   /* from SENTINEL_USER (NULL: the default user) */

@@ -39,6 +39,28 @@ static const struct idle_flag redis_only[] = {
                      "events (/events answers 501)" },
 };
 
+/* What Redis reads and the database does not. */
+static const struct idle_flag redis_not_mysql[] = {
+    { "redis-password-file", "does nothing with --mysql: the database's password is "
+                             "--mysql-password-file's (or MYSQL_PASSWORD)" },
+    { "replicas", "does nothing with --mysql: a write there counts once its COMMIT answers "
+                  "(the database's own replication is its business)" },
+    { "idempotency-ttl", "is not honoured on the database (an idempotency key's answer is "
+                         "kept until the ledger is reset): leave it out with --mysql" },
+    { "no-events", "does nothing with --mysql: it has no channel for the live page's events, "
+                   "and publishes none" },
+    { "max-streams", "does nothing with --mysql: it has no channel for the live page's events "
+                     "(/events answers 501)" },
+};
+
+/* What the database store reads, without it. */
+static const struct idle_flag mysql_only[] = {
+    { "mysql-db", "goes with --mysql H:P: it names the database there" },
+    { "mysql-user", "goes with --mysql H:P: it is the database's user" },
+    { "mysql-password-file", "goes with --mysql H:P: it is the database user's password" },
+    { "mysql-pool", "goes with --mysql H:P: it bounds the connections to the database" },
+};
+
 /* What a sentinel set reads, without one. */
 static const struct idle_flag sentinel_only[] = {
     { "sentinel-master", "goes with --sentinel H:P,...: it names the master at those sentinels" },
@@ -58,8 +80,8 @@ static const struct idle_flag admin_only[] = {
 static void check_store(void)
 {
     if ((svc.sentinels != NULL) + config_given("redis") + (svc.cluster != NULL) +
-        (svc.zookeeper != NULL) > 1)
-        config_fail("give one of --redis, --sentinel, --redis-cluster and --zookeeper");
+        (svc.zookeeper != NULL) + (svc.mysql != NULL) > 1)
+        config_fail("give one of --redis, --sentinel, --redis-cluster, --zookeeper and --mysql");
     if (svc.sentinels && svc.sentinel_master == NULL)
         config_fail("--sentinel wants --sentinel-master NAME: the master's name at the sentinels");
     if (!svc.sentinels)
@@ -68,6 +90,10 @@ static void check_store(void)
         refuse_given(redis_only, COUNT(redis_only));
     else if (config_given("zk-session-ms"))
         config_fail("--zk-session-ms goes with --zookeeper: it is the ensemble's session timeout");
+    if (svc.mysql)
+        refuse_given(redis_not_mysql, COUNT(redis_not_mysql));
+    else
+        refuse_given(mysql_only, COUNT(mysql_only));
     if (svc.set_stock < 0 && !svc.get_stock)
         refuse_given(admin_only, COUNT(admin_only));
     else if (svc.item && svc.items > 0)
@@ -92,9 +118,18 @@ static const struct idle_flag locked_only[] = {
 };
 
 /* Where the lock lives and where the stock is: a lock whose write its store guards (v11)
- * lives in ZooKeeper, and ZooKeeper serves no other (the others' writes are Redis's). */
+ * lives in ZooKeeper, and ZooKeeper serves no other (the others' writes are Redis's); a
+ * lock kept in the store's database (v12 to v15) lives with the stock there, and the
+ * database serves no other. */
 static void check_lock_store(const struct lock_ops *ops)
 {
+    if (svc.mysql && !ops->database)
+        config_fail("--mysql serves --lock v12 to v15 and --lock atomic only, not %s (its lock "
+                    "lives in %s)", ops->name, ops->guard ? "ZooKeeper" : ops->remote ? "Redis"
+                                                                         : "this process");
+    if (!svc.mysql && ops->database)
+        config_fail("--lock %s keeps its lock and the stock in the database: give --mysql "
+                    "HOST:PORT", ops->name);
     if (svc.zookeeper && ops->guard == NULL)
         config_fail("--zookeeper serves --lock %s and --lock atomic only, not %s (its lock lives "
                     "in Redis or in this process)", lock_find("zookeeper")->name, ops->name);
@@ -103,8 +138,8 @@ static void check_lock_store(const struct lock_ops *ops)
                     "HOST:PORT,...", ops->name);
 }
 
-/* How it waits: a lock not in Redis (in the process, or in ZooKeeper) waits its own way,
- * with no tries to space. */
+/* How it waits: a lock not in Redis (in the process, in ZooKeeper, in the database) waits
+ * its own way; one that polls (the database's, but v15) has tries to space. */
 static void check_lock_wait(const struct lock_ops *ops)
 {
     if (ops->remote)
@@ -112,9 +147,9 @@ static void check_lock_wait(const struct lock_ops *ops)
     if (svc.wait != LOCK_WAIT_DEFAULT && svc.wait != ops->wait)
         config_fail("%s waits only by %s, not by %s: leave --wait out with --lock %s", ops->name,
                     lock_wait_name(ops->wait), lock_wait_name(svc.wait), ops->name);
-    if (config_given("retry-ms"))
-        config_fail("--retry-ms spaces the tries of a lock in Redis: %s waits by %s, with no "
-                    "tries to space", ops->name, lock_wait_name(ops->wait));
+    if (config_given("retry-ms") && ops->wait != LOCK_WAIT_POLL)
+        config_fail("--retry-ms spaces the tries of a lock in Redis or in the database: %s "
+                    "waits by %s, with no tries to space", ops->name, lock_wait_name(ops->wait));
 }
 
 /* redlock's masters: given for it alone, and an odd number of them. A grant needs a

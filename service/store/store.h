@@ -4,15 +4,19 @@
  * An engine speaks of items, grants and requests; a store keeps an item's stock, its units
  * sold, its ledger (every acknowledged sale, findable by its request id) and the
  * idempotency records, and names them itself: no engine and no lock version formats a key
- * of the stock. Two stores stand behind it: Redis (service/store/redis*.c: one server,
- * under Sentinel, or a Cluster) and ZooKeeper (service/store/zk*.c, --zookeeper, where
- * v11's lock lives too); store_open picks one from the flags.
+ * of the stock. Three stores stand behind it: Redis (service/store/redis*.c: one server,
+ * under Sentinel, or a Cluster), ZooKeeper (service/store/zk*.c, --zookeeper, where v11's
+ * lock lives too) and a database (service/store/db*.c, --mysql: MariaDB, where the locks
+ * of v12 to v15 live too); store_open picks one from the flags.
  *
  * A store may share its connection with the lock: the Redis store lends its client to the
  * lock (struct store.redis), so that the stock's read rides with the granting try and the
  * sale's write with the release, one round trip each; the ZooKeeper store lends its
- * session to v11 (struct store.zk), whose node the sale's write checks. That is why the store, not the
- * engine, calls lock_acquire and lock_release around its read and write (grant, sell).
+ * session to v11 (struct store.zk), whose node the sale's write checks; the database store
+ * lends its pool (struct store.db) to v12 to v15, whose fence runs in the sale's
+ * transaction (v14) or whose transaction is the lock the sale reads and writes in (v15).
+ * That is why the store, not the engine, calls lock_acquire and lock_release around its
+ * read and write (grant, sell).
  *
  * Results are the sale's (service/store/request.h: below the engines, which hand the
  * store their requests), the same whatever the store; the store
@@ -54,7 +58,9 @@ enum store_sold {
                          why); the grant is still held */
     STORE_UNSURE,     /* the write timed out: it may still run, so the grant is to be
                          abandoned (its lease runs out), never released elsewhere */
-    STORE_RELEASED,   /* the write rode with the release: the grant is given back */
+    STORE_RELEASED,   /* the write rode with the release: the grant is given back (a
+                         lock that is the write's own transaction, v15's, ends with its
+                         COMMIT: after any batch with a write, asked to release or not) */
     STORE_AGAIN       /* given back, nothing written: the store was not ready for the write
                          (a restarted Redis): sell the batch again under a new grant */
 };
@@ -90,7 +96,7 @@ enum store_heard {
 };
 
 struct store_ops {
-    const char *name;            /* "redis", "zookeeper" */
+    const char *name;            /* "redis", "zookeeper", "mysql" */
     const char *unavailable;     /* an answer's error when it cannot be reached */
     void (*close)(struct store *s);
     /* 1 when it answers now. */
@@ -161,14 +167,17 @@ struct store {
     struct rd_client *redis;     /* the Redis store's client: lent to a lock that keeps its
                                     lock in the same Redis; NULL for a store elsewhere */
     struct zk_client *zk;        /* the ZooKeeper store's session, lent likewise to v11 */
+    struct db_client *db;        /* the database store's pool, lent likewise to v12..v15 */
     int spread;                  /* 1: items live on several servers (item_silent) */
     void *state;                 /* the store's own */
 };
 
 /* Opens the store that cfg names: Redis (alone, under Sentinel, or a Cluster), lazily
- * connected, so a Redis down now is not an error; or ZooKeeper, which waits for its first
- * session (up to the session timeout, or until cfg->stop_asked says so). NULL with err.
- * Its passwords are copied: the caller may wipe cfg's. */
+ * connected, so a Redis down now is not an error; ZooKeeper, which waits for its first
+ * session (up to the session timeout, or until cfg->stop_asked says so); or a database,
+ * whose tables are made now when it answers (a database down now is not an error; one
+ * that refuses the user, a right or a table is). NULL with err. Its passwords are copied:
+ * the caller may wipe cfg's. */
 struct store *store_open(const struct service_config *cfg, struct error *err);
 /* Closes it, once no other thread uses it. NULL: nothing. */
 void store_close(struct store *s);
