@@ -54,6 +54,7 @@ HEADERS     := $(wildcard common/*.h lock/*.h redis/*.h zk/*.h db/*.h service/*.
 .PHONY: all test demo bench compare fuzz model deps install clean
 all: build/inventory-service build/test_lock build/test_redis build/test_cluster build/test_store \
      build/test_db \
+     build/test_dblock \
      build/zk_lock build/zk-ceiling build/db-ceiling $(if $(wildcard loadtest/report.c),build/evolution-report) \
      $(if $(wildcard loadtest/load.c),build/sale-load) \
      $(if $(wildcard loadtest/clockstep.c),build/clockstep.so)
@@ -91,6 +92,10 @@ build/test_redis: build/tests/test_redis.o $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 build/test_cluster: build/tests/test_cluster.o $(LOCK_OBJ)
+	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
+
+# The database's lock versions (v12 to v15), on a private mariadbd (tests/test_dblock.sh).
+build/test_dblock: build/tests/test_dblock.o $(LOCK_OBJ)
 	$(CC) $(FINAL_LDFLAGS) -o $@ $^ $(FINAL_LIBS)
 
 # The database layer's test, on a private mariadbd (tests/test_db.sh starts it).

@@ -56,6 +56,61 @@ int lock_mutex_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
 int lock_mutex_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
                        struct error *err);
 
+/* --- lock/db_steps.c: what the database's versions share (v12 to v15). --- */
+
+/* The version's table on the store's pool (lock_config.db): made by CREATE TABLE IF NOT
+ * EXISTS (create), now or, when the database does not answer yet, on the first connection
+ * that does. LOCK_OK, or LOCK_ERROR (no pool lent; the table refused: its name and the
+ * right missing). lock_db_destroy frees the state (and what the holds still keep). */
+int lock_db_init(struct lock_client *lc, const char *table, const char *create,
+                 struct error *err);
+void lock_db_destroy(struct lock_client *lc);
+/* A grant's item and owner as SQL string literals ('it''s'), quoted for one connection. */
+struct lock_db_names {
+    char item[2 * LOCK_ITEM_MAX + 3];
+    char owner[2 * LOCK_OWNER_MAX + 3];
+};
+/* A connection of the pool for g's statements, the version's table made first when it is
+ * not yet, and g's names quoted for it into q; NULL with err. Put it back with
+ * lock_db_put. */
+struct db_conn *lock_db_open(struct lock_client *lc, const struct lock_grant *g,
+                             struct lock_db_names *q, struct error *err);
+/* g's item and owner quoted for c (a connection of the caller's): LOCK_OK or LOCK_ERROR. */
+int lock_db_names(struct db_conn *c, const struct lock_grant *g, struct lock_db_names *q,
+                  struct error *err);
+/* Runs the statements fmt formats on c (db_run: one round trip, res[i] statement i's):
+ * DB_E_NONE, or the fault with err filled (the boundary's kinds, db_error_map); a table
+ * found missing is made again by the next open. */
+enum db_fault lock_db_run(struct lock_client *lc, struct db_conn *c, struct db_result *res,
+                          int nres, struct error *err, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* Puts c back after a run that ended with fault: closed when the connection failed. */
+void lock_db_put(struct db_conn *c, enum db_fault fault);
+/* Reentrancy in the process (v13 to v15): 1 when g's owner holds g's item here (and its
+ * lease is not known over): counted up into g (depth, token, valid_until_ms, priv); else 0. */
+int lock_db_nest(struct lock_client *lc, struct lock_grant *g);
+/* A grant by the store: g's hold, depth 1 (or counted up on the hold of a lease lost and
+ * taken again), its token (g->token), its lease's end until_ms (0: none) and conn (v15:
+ * the connection whose transaction holds the row; NULL for the others). LOCK_OK or
+ * LOCK_ERROR (out of memory). */
+int lock_db_hold(struct lock_client *lc, struct lock_grant *g, long long until_ms,
+                 struct db_conn *conn, struct error *err);
+/* Gives one of g's holds back: how many are left (0: the last, forgotten here, its
+ * connection into *conn when conn is not NULL). */
+int lock_db_unhold(struct lock_client *lc, struct lock_grant *g, struct db_conn **conn);
+/* The connection of g's hold (v15), or NULL. */
+struct db_conn *lock_db_conn(const struct lock_grant *g);
+/* v13, v14: the leases table, and one try, release and renewal on it. now: the clock the
+ * lease is read and written by, as SQL (ms since 1970: v13 the client's as a number, v14
+ * the database's own); fenced: the grant carries the row's token. */
+int lock_leases_init(struct lock_client *lc, struct error *err);
+int lock_lease_try(struct lock_client *lc, struct lock_grant *g, const char *now, int fenced,
+                   struct error *err);
+int lock_lease_release(struct lock_client *lc, struct lock_grant *g, struct lock_trip *trip,
+                       struct error *err);
+int lock_lease_renew(struct lock_client *lc, const struct lock_grant *g, const char *now,
+                     struct error *err);
+
 /* --- lock/wait.c: the wait policies. --- */
 int lock_wait_init(struct lock_client *lc, struct error *err);
 void lock_wait_destroy(struct lock_client *lc);

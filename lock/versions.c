@@ -4,11 +4,12 @@
 #include <string.h>
 
 extern const struct lock_ops lock_v1, lock_v2, lock_v3, lock_v4, lock_v5, lock_v6, lock_v7,
-    lock_v8, lock_v9, lock_v10, lock_v11, lock_none;
+    lock_v8, lock_v9, lock_v10, lock_v11, lock_v12, lock_v13, lock_v14, lock_v15, lock_none;
 
 static const struct lock_ops *const versions[] = {
     &lock_v1, &lock_v2, &lock_v3, &lock_v4, &lock_v5, &lock_v6, &lock_v7, &lock_v8,
-    &lock_v9, &lock_v10, &lock_v11, &lock_none, NULL,
+    &lock_v9, &lock_v10, &lock_v11, &lock_v12, &lock_v13, &lock_v14, &lock_v15, &lock_none,
+    NULL,
 };
 
 const struct lock_ops *const *lock_versions(void)
