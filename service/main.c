@@ -83,8 +83,9 @@ static void store_failed(const struct error *err)
                 "on the database; deploy/up --mysql starts one here with its own user\n",
                 svc.mysql, svc.mysql_db, svc.mysql_user);
     else if (svc.mysql)
-        fprintf(stderr, "inventory-service: tried --mysql %s, database %s, user %s: is it up? "
-                "deploy/up --mysql starts one here\n", svc.mysql, svc.mysql_db, svc.mysql_user);
+        fprintf(stderr, "inventory-service: tried --mysql %s, database %s, user %s (deploy/up "
+                "--mysql starts a server of its own here)\n", svc.mysql, svc.mysql_db,
+                svc.mysql_user);
 }
 
 /* The store and, for a locked sale, the lock (lent the store's client: Redis's, the

@@ -108,7 +108,8 @@ void ds_note(struct db_store *ds, const struct db_error *err)
         log_event("INFO", "mysql %s answers again", ds->label);
     else if (err && err->fault == DB_E_CONNECT)
         log_event("WARN", "mysql %s unreachable: %s; sales answer 503 store_unavailable until "
-                  "it answers", ds->label, err->msg);
+                  "it answers%s", ds->label, err->msg,
+                  was == 0 ? " (at start: is it up? deploy/up --mysql starts one here)" : "");
     else if (err)
         log_event("WARN", "mysql %s refuses the store (%s): %s; sales answer 503 "
                   "store_unavailable until it is fixed", ds->label, db_fault_name(err->fault),
