@@ -89,24 +89,49 @@ static int table_make(struct db_client *db, int conns, struct db_error *err)
     return st;
 }
 
-int main(int argc, char **argv)
+/* Reads argv into *conns, *secs and c->one_row; 0, or -1 (usage printed). */
+static int args_read(int argc, char **argv, char (*host)[256], int *port, int *conns,
+                     double *secs, struct ceiling *c)
 {
-    char host[256] = "", pw[513];
-    int port = 0, conns = argc > 2 ? atoi(argv[2]) : 16;
-    double secs = argc > 3 ? atof(argv[3]) : 5;
-    struct ceiling c = { .one_row = argc > 4 && strcmp(argv[4], "one") == 0 };
+    *conns = argc > 2 ? atoi(argv[2]) : 16;
+    *secs = argc > 3 ? atof(argv[3]) : 5;
+    c->one_row = argc > 4 && strcmp(argv[4], "one") == 0;
+    if (argc >= 2 && sscanf(argv[1], "%255[^:]:%d", *host, port) == 2 && *conns >= 1 &&
+        *conns <= CONNS_MAX && *secs > 0 && (argc <= 4 || c->one_row || !strcmp(argv[4], "own")))
+        return 0;
+    fprintf(stderr, "usage: db-ceiling H:P [CONNECTIONS (1..%d) [SECONDS [own|one]]]\n", CONNS_MAX);
+    return -1;
+}
+
+/* Runs conns workers until c->until_ms, then drops the table. */
+static void run(struct ceiling *c, int conns)
+{
     struct worker w[CONNS_MAX];
     pthread_t t[CONNS_MAX];
     struct db_error err;
     struct db_conn *cn;
 
-    if (argc < 2 || sscanf(argv[1], "%255[^:]:%d", host, &port) != 2 || conns < 1 ||
-        conns > CONNS_MAX || secs <= 0 || (argc > 4 && !c.one_row && strcmp(argv[4], "own"))) {
-        fprintf(stderr, "usage: db-ceiling H:P [CONNECTIONS (1..%d) [SECONDS [own|one]]]\n",
-                CONNS_MAX);
-        return 2;
+    for (int i = 0; i < conns; i++) {
+        w[i] = (struct worker){ .c = c, .id = i + 1 };
+        pthread_create(&t[i], NULL, worker_main, &w[i]);
     }
+    for (int i = 0; i < conns; i++)
+        pthread_join(t[i], NULL);
+    if ((cn = db_get(c->db, &err)) != NULL)
+        db_put(cn, db_run(cn, "DROP TABLE db_ceiling", NULL, 0, NULL, &err) != DB_OK);
+}
+
+int main(int argc, char **argv)
+{
+    char host[256] = "", pw[513];
     const char *user = getenv("MYSQL_USER");
+    int port = 0, conns;
+    double secs;
+    struct ceiling c = { 0 };
+    struct db_error err;
+
+    if (args_read(argc, argv, &host, &port, &conns, &secs, &c) != 0)
+        return 2;
     struct db_config cfg = { .host = host, .port = port, .user = user ? user : "inventory",
                              .password = password(pw, sizeof(pw)), .database = getenv("MYSQL_DB"),
                              .pool_max = conns + 1 };
@@ -117,14 +142,7 @@ int main(int argc, char **argv)
         return 1;
     }
     c.until_ms = clock_now_ms() + (long long)(secs * 1000);
-    for (int i = 0; i < conns; i++) {
-        w[i] = (struct worker){ .c = &c, .id = i + 1 };
-        pthread_create(&t[i], NULL, worker_main, &w[i]);
-    }
-    for (int i = 0; i < conns; i++)
-        pthread_join(t[i], NULL);
-    if ((cn = db_get(c.db, &err)) != NULL)
-        db_put(cn, db_run(cn, "DROP TABLE db_ceiling", NULL, 0, NULL, &err) != DB_OK);
+    run(&c, conns);
     db_client_destroy(c.db);
     printf("{\"connections\":%d,\"rows\":\"%s\",\"seconds\":%g,\"commits\":%lld,"
            "\"commits_per_s\":%.0f,\"failed\":%lld}\n", conns, c.one_row ? "one" : "own", secs,
