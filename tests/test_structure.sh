@@ -11,7 +11,7 @@ set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
 
-C_DIRS="common redis zk lock service service/* loadtest"   # every folder of C, each a layer
+C_DIRS="common redis zk db lock service service/* loadtest"   # every folder of C, each a layer
 c_files() { for d in $C_DIRS; do ls "$d"/*.$1 2>/dev/null; done; }
 
 # --- hiredis only in redis/ ---
@@ -21,6 +21,9 @@ check "redis/ does include it (the check looks at the right files)" grep -q '#in
 includers=$(grep -l '#include <zookeeper' $(c_files c) $(c_files h) | grep -v '^zk/' | tr '\n' ' ')
 check_eq "only zk/ includes zookeeper.h (common/, redis/, lock/, service/, loadtest/)" "" "$includers"
 check "zk/ does include it (the check looks at the right files)" grep -q '#include <zookeeper/zookeeper.h>' zk/internal.h
+includers=$(grep -lE '#include <(mysql|mariadb|errmsg)' $(c_files c) $(c_files h) | grep -v '^db/' | tr '\n' ' ')
+check_eq "only db/ includes MariaDB's client (common/, redis/, zk/, lock/, service/, loadtest/)" "" "$includers"
+check "db/ does include it (the check looks at the right files)" grep -q '#include <mysql.h>' db/internal.h
 
 # --- no include that points up a layer ---
 # The store is below the sale, and only the HTTP side knows libmicrohttpd: no file of
@@ -83,7 +86,7 @@ print(len(objs))
 for l in loops:
     print(l)
 PY
-out=$(python3 "$T_TMP/loops.py" build common redis zk lock service service/config service/events \
+out=$(python3 "$T_TMP/loops.py" build common redis zk db lock service service/config service/events \
     service/faults service/http service/metrics service/sale service/store)
 check "the service's call graph covers common/, redis/, lock/ and service/ (over 50 objects)" \
     test "$(echo "$out" | head -1)" -gt 50
