@@ -13,7 +13,7 @@
 #                         speed and failures side by side: the table of docs/choosing.md)
 #   make fuzz             fuzz the service's parsers and the load client's answer parser with
 #                         libFuzzer (clang), each for FUZZ_SECONDS (300)
-#   make model            install what is missing, model-check v3 to v11 with SPIN (model/check)
+#   make model            install what is missing, model-check v3 to v14 with SPIN (model/check)
 #   make install          copy the binary to $(DESTDIR)$(PREFIX)/bin
 #   SANITIZER=address,undefined | thread   checked builds (work with make test)
 #   WERROR=0              do not turn warnings into errors (for packagers)
