@@ -219,12 +219,33 @@ int ds_read(struct db_store *ds, ds_build build, const void *arg, struct db_resu
     return st;
 }
 
+/* What a fault of a transaction that ran means, in a few words for an answer; NULL for
+ * one whose own message says it best (refused credentials, no server, no table). */
+static const char *down_why(const struct db_error *err)
+{
+    switch (err->fault) {
+    case DB_E_DEADLOCK:
+        return "the transaction was rolled back: a deadlock, or (Galera) a conflicting write "
+               "committed first on another node";
+    case DB_E_LOCK_WAIT:
+        return "a row lock was not had within the database's lock wait";
+    case DB_E_NOT_READY:
+        return "the database takes no statements now (a Galera node outside the primary "
+               "component, or a server stopping)";
+    default:
+        return NULL;
+    }
+}
+
 void ds_fail_all(const struct db_error *err, const char *what, struct sale_request **rqs, int n)
 {
     char msg[192];
 
     if (ds_is_down(err)) {
-        sale_set_all(rqs, n, SALE_STORE_DOWN, err->msg);
+        if (down_why(err))
+            snprintf(msg, sizeof(msg), "%.120s; nothing was written (%.40s)", down_why(err),
+                     err->msg);
+        sale_set_all(rqs, n, SALE_STORE_DOWN, down_why(err) ? msg : err->msg);
         return;
     }
     snprintf(msg, sizeof(msg), "%s: %.150s", what, err->msg);
