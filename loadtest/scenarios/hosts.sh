@@ -26,6 +26,7 @@
 . "$DEPLOY_DIR/up-zookeeper.sh"   # zk_check, zk_server_start: a server as deploy/up starts one
 HOSTS_BIN=$DEPLOY_DIR/hosts
 H_REDIS_PORT=6379 H_SENTINEL_PORT=26379 H_INSTANCE_PORT=8001 H_NGINX_PORT=8080
+H_MYSQL_PORT=3306   # a database node's clients, on 127.0.0.1 of its own host (scenarios/galera.sh)
 H_ZK_PORTS="2181 2888 3888"   # a ZooKeeper server's client, quorum and election ports
 # Each run its own hosts (names invltPID-h1...): two runs at once never remove each other's.
 export HOSTS_PREFIX=${HOSTS_PREFIX:-invlt$$}
@@ -194,14 +195,17 @@ zk_hosts_quorum() {
 # (the overlap probe), Redis found by the sentinels (or REDIS_HOST without them; or the
 # cluster of host_cluster by its seeds), the lock
 # masters of host_lock_master if any, or with ZK_CONNECT set (host_zookeeper) the stock in
-# that ensemble, under INSTANCE_WRAP; ARGs are added (the run's lock settings:
-# instance_flags). The binary is SERVICE_BIN when set (as deploy/up takes it: another
-# build, for a before-and-after), else build/inventory-service. True once it answers
-# /health.
+# that ensemble, or with MYSQL_ON_HOSTS set (scenarios/galera.sh) the stock in the database
+# node of its own host (127.0.0.1:H_MYSQL_PORT there, MYSQL_PASSWORD_FILE), under
+# INSTANCE_WRAP; ARGs are added (the run's lock settings: instance_flags). The binary is
+# SERVICE_BIN when set (as deploy/up takes it: another build, for a before-and-after),
+# else build/inventory-service. True once it answers /health.
 host_instance() {
     local h=$1 a bin=${SERVICE_BIN:-$BUILD_DIR/inventory-service} args; a=$(host_addr "$h"); shift
     args=(--bind "$a" --port "$H_INSTANCE_PORT" --name "inventory-$h" --faults)
-    if [ -n "${ZK_CONNECT:-}" ]; then
+    if [ -n "${MYSQL_ON_HOSTS:-}" ]; then
+        args+=(--mysql "127.0.0.1:$H_MYSQL_PORT" --mysql-password-file "$MYSQL_PASSWORD_FILE")
+    elif [ -n "${ZK_CONNECT:-}" ]; then
         args+=(--zookeeper "$ZK_CONNECT")
     elif [ -n "${CLUSTER_SEEDS:-}" ]; then
         args+=(--redis-cluster "$CLUSTER_SEEDS")
@@ -211,7 +215,7 @@ host_instance() {
     else
         args+=(--redis "$REDIS_HOST:$REDIS_PORT")
     fi
-    [ -n "${ZK_CONNECT:-}" ] || args+=(--redis-password-file "$REDIS_PASSWORD_FILE")
+    [ -n "${ZK_CONNECT:-}${MYSQL_ON_HOSTS:-}" ] || args+=(--redis-password-file "$REDIS_PASSWORD_FILE")
     [ -z "${MASTER_PORTS:-}" ] || args+=(--lock-redis "$(echo $MASTER_PORTS | tr ' ' ,)")
     setsid "$HOSTS_BIN" run "$h" ${INSTANCE_WRAP:-} "$bin" "${args[@]}" "$@" \
         </dev/null >>"$STACK_DIR/instance-$h.log" 2>&1 &
