@@ -50,6 +50,9 @@ static const struct {
     { ER_OPTION_PREVENTS_STATEMENT, DB_E_NOT_READY }, /* 1290: --read-only */
     { ER_READ_ONLY_MODE, DB_E_NOT_READY },            /* 1836 */
     { ER_CONNECTION_KILLED, DB_E_LOST },              /* 1927: KILL of this connection */
+    { ER_ERROR_DURING_COMMIT, DB_E_LOST },            /* 1180: a Galera node left the
+                                                         majority with the COMMIT out: the
+                                                         others may have committed it */
     { ER_CON_COUNT_ERROR, DB_E_CONNECT },             /* 1040: max_connections reached */
     { ER_TOO_MANY_USER_CONNECTIONS, DB_E_CONNECT },   /* 1203 */
     { ER_HOST_IS_BLOCKED, DB_E_CONNECT },             /* 1129 */

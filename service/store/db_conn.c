@@ -224,14 +224,14 @@ int ds_read(struct db_store *ds, ds_build build, const void *arg, struct db_resu
 static const char *down_why(const struct db_error *err)
 {
     switch (err->fault) {
-    case DB_E_DEADLOCK:
+    case DB_E_DEADLOCK:   /* on Galera, not always whole: see docs/faults.md */
         return "the transaction was rolled back: a deadlock, or (Galera) a conflicting write "
-               "committed first on another node";
+               "certified first on another node";
     case DB_E_LOCK_WAIT:
-        return "a row lock was not had within the database's lock wait";
+        return "a row lock was not had within the database's lock wait; nothing was written";
     case DB_E_NOT_READY:
         return "the database takes no statements now (a Galera node outside the primary "
-               "component, or a server stopping)";
+               "component, or a server stopping); nothing was written";
     default:
         return NULL;
     }
@@ -243,8 +243,7 @@ void ds_fail_all(const struct db_error *err, const char *what, struct sale_reque
 
     if (ds_is_down(err)) {
         if (down_why(err))
-            snprintf(msg, sizeof(msg), "%.120s; nothing was written (%.40s)", down_why(err),
-                     err->msg);
+            snprintf(msg, sizeof(msg), "%.140s (%.40s)", down_why(err), err->msg);
         sale_set_all(rqs, n, SALE_STORE_DOWN, down_why(err) ? msg : err->msg);
         return;
     }

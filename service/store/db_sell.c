@@ -14,7 +14,10 @@
 #include "common/clock.h"
 #include "service/log.h"
 
-/* The grant's read on c, inside v15's transaction (the lock); SALE_OK or why not. */
+/* The grant's read on c, inside v15's transaction (the lock), the row read FOR UPDATE too:
+ * on Galera a row lock is one node's only, and a write of the stock certified on another
+ * node then aborts this transaction, where a plain read would let it write a stock read
+ * before that write (docs/faults.md); SALE_OK or why not. */
 static enum sale_result read_in(struct db_store *ds, struct db_conn *c, const char *item,
                                 long long *stock, char *msg, size_t size)
 {
@@ -26,6 +29,7 @@ static enum sale_result read_in(struct db_store *ds, struct db_conn *c, const ch
     sql_init(&q, sql, sizeof(sql));
     sql_add(&q, "SELECT stock FROM items WHERE item = ");
     sql_str(&q, c, item);
+    sql_add(&q, " FOR UPDATE");
     if (ds_run(ds, c, &q, &r, 1, NULL, &err) != DB_OK) {
         snprintf(msg, size, "%s", err.msg);
         return ds_is_down(&err) || err.fault == DB_E_LOST ? SALE_STORE_DOWN : SALE_ERROR;
