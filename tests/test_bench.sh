@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # test_bench.sh - loadtest/bench --quick: every mode runs through nginx and sells
-# correctly (nothing oversold, every 200 in the ledger). It asserts no speed: timing
-# goals live in the benchmark's own numbers, not in a test.
+# correctly (nothing oversold, every 200 in the ledger); with MariaDB, three of its modes
+# beside them (v15's row lock, v14's fenced lease with --combine on 1,000 items, the atomic
+# sale) and build/db-ceiling's figures. It asserts no speed: timing goals live in the
+# benchmark's own numbers, not in a test.
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
+. deploy/up-mysql.sh   # mysql_check
 
 out=$T_TMP/bench.json
-loadtest/bench --quick --out "$out" > "$T_TMP/bench.out" 2>&1; rc=$?
-tail -n 9 "$T_TMP/bench.out"
+quick=atomic,v8-poll,v8-notify,v8-notify-combine
+DB_MODES=db-v15,db-v14-combine-1k,db-atomic
+if why=$(mysql_check); then modes=$quick,$DB_MODES; else
+    skip "the db-* modes (the atomic sale, v14 and v15 on MariaDB)" "$why"; modes=$quick; DB_MODES=""
+fi
+loadtest/bench --quick --modes "$modes" --out "$out" > "$T_TMP/bench.out" 2>&1; rc=$?
+tail -n 15 "$T_TMP/bench.out"
 check_eq "loadtest/bench --quick ran every mode" 0 "$rc"
-check_eq "  four modes in bench.json" \
-    "atomic v8-notify v8-notify-combine v8-poll" \
+check_eq "  every mode in bench.json" "$(echo "$modes" | tr ',' '\n' | sort | paste -sd' ' -)" \
     "$(jq -r '[.modes[].mode] | sort | join(" ")' "$out" 2>/dev/null)"
 check_eq "  no mode oversold" 0 "$(jq '[.modes[] | select(.oversold != 0)] | length' "$out" 2>/dev/null)"
 check_eq "  every 200 has its ledger entry, in every mode" true "$(jq '[.modes[].ledger_ok] | all' "$out" 2>/dev/null)"
@@ -23,13 +30,29 @@ check "  RSS of each instance was sampled" jq -e '[.rows[].rss_mb | length == 2]
 echo '{"rows":[{"lock":"v8","scenario":"load","oversold":0,"sales_per_s":5}]}' > "$T_TMP/evo.json"
 build/evolution-report "$T_TMP/evo.json" "$T_TMP/page.html" "$out"
 check "the report page takes bench.json: its section" grep -q "Speed under contention" "$T_TMP/page.html"
-check "  a bar per mode" test "$(grep -o 'fill="#9467bd"' "$T_TMP/page.html" | wc -l)" -eq 4
+check_eq "  a bar per mode" "$(echo "$modes" | tr ',' '\n' | wc -l)" \
+    "$(grep -o 'fill="#9467bd"' "$T_TMP/page.html" | wc -l)"
 check "  and v8-notify-combine's row" grep -q "<td>v8-notify-combine</td>" "$T_TMP/page.html"
+if [ -n "$DB_MODES" ]; then
+    check "the db-* modes: a ratio to atomic's each, 1,000 items for -1k" jq -e '
+        [.modes[] | select(.mode | startswith("db-"))
+         | .ratio_to_atomic > 0 and .items == (if .mode | endswith("-1k") then 1000 else 0 end)]
+        | length == 3 and all' "$out"
+    check_eq "  their store the database (mysql), the others' Redis" "mysql mysql mysql redis" \
+        "$(jq -r '[.modes[] | select(.mode | startswith("db-") or . == "atomic") | .store] | sort
+                  | join(" ")' "$out")"
+    check "  db-ceiling: 1 connection on its own row, 64 on their own rows, 64 on one row" jq -e '
+        [.db_ceiling[] | "\(.connections) \(.rows)"] == ["1 own", "64 own", "64 one"]
+        and ([.db_ceiling[] | .commits_per_s > 0 and .failed == 0] | all)' "$out"
+    check "  printed under the table" grep -q "^MariaDB alone (build/db-ceiling" "$T_TMP/bench.out"
+    check "  the server's version recorded" jq -e '.machine.mariadb | test("^[0-9]+[.]")' "$out"
+fi
 loadtest/bench --modes nonsense > /dev/null 2>&1; rc=$?
 check_eq "an unknown mode: bad usage" 2 "$rc"
 loadtest/bench --modes wx-atomic > /dev/null 2>&1; rc=$?
 check_eq "a workers mode without a number (wx-atomic): bad usage" 2 "$rc"
-check "nothing left running" test -z "$(pgrep -f 'bench\.[A-Za-z0-9]+/run' || true)"
+check "nothing left running (instances, nginx, Redis, mariadbd)" \
+    test -z "$(pgrep -f 'bench\.[A-Za-z0-9]+/' || true)"
 
 # loadtest/profile: one stack, where the time goes (its figures are the machine's; only
 # that they are there and sane is checked).

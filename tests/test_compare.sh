@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # test_compare.sh - loadtest/compare: a real short run (--quick: atomic and v8, 2 s loads,
 # v8's pause and crash) gives every design's row, each figure a number or null with its
-# reason; the page's table is what its JSON gives, for the run's page and for the committed
+# reason; with MariaDB, a run of v15 (1 s loads, no failure) measures a database's row;
+# the page's table is what its JSON gives, for the run's page and for the committed
 # docs/choosing.md against docs/choosing.json; a figure edited by hand in the page fails the
 # check. It asserts no speed: the figures are the machine's.
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
+. deploy/up-mysql.sh   # mysql_check
 
 # shape FILE: every design of --list is a row of FILE, in order; every figure (4 of speed,
 # 3 per failure) is a number, or null with a reason; prints what is off, fails then.
@@ -56,6 +58,32 @@ check "  the prose outside the markers kept" cmp <(sed '/^<!-- compare:begin/,/^
     <(sed '/^<!-- compare:begin/,/^<!-- compare:end/d' "$page")
 check "  the run's table names this machine's cores" grep -q "$(nproc) cores (\`nproc\`)" "$page"
 
+# A database's row (v15 on MariaDB): its speed measured as the others'; its failures not
+# played here (--failures none), each null with the reason.
+if why=$(mysql_check); then
+    dbout=$T_TMP/compare-db.json
+    t0=$SECONDS
+    loadtest/compare --designs v15 --failures none -d 1 --out "$dbout" > "$T_TMP/compare-db.out" 2>&1; rc=$?
+    grep -E '^\[[0-9]+/[0-9]+] v15 |^wrote' "$T_TMP/compare-db.out"
+    check_eq "loadtest/compare --designs v15 -d 1 ran (in $((SECONDS - t0)) s)" 0 "$rc"
+    check_eq "  every design a row, every figure a number or null with its reason" "" \
+        "$(shape "$dbout" 2>&1 | head -n 5)"
+    check "  v15 on MariaDB measured: sales/s on 1 and 1,000 items, both p99s, only 200s" jq -e '
+        .designs[] | select(.id == "v15") | (.stack | test("--mysql")) and (.speed
+        | .hot_sales_per_s.value > 0 and .items_sales_per_s.value > 0
+          and .p99_saturated_ms.value > 0 and .p99_rate_ms.value > 0
+          and ([.answers[] | keys[]] | unique) == ["200"])' "$dbout"
+    check "  its failures unplayed (--failures none), null with reasons; pause.sh, crash.sh; one server" jq -e '
+        .designs[] | select(.id == "v15") | .faults
+        | ([.[] | .oversold | .value == null and (.why | length) > 0] | length == 5 and all)
+          and .pause.scenarios == ["pause"] and .crash.scenarios == ["crash"]
+          and (.failover.oversold.why | test("one server"))' "$dbout"
+    check "  the designs not asked for: not run" jq -e '
+        .designs[] | select(.id == "db-atomic") | .speed.hot_sales_per_s.why | test("not in --designs")' "$dbout"
+else
+    skip "a database's row measured (loadtest/compare --designs v15)" "$why"
+fi
+
 # The committed page and the JSON it was made from.
 check_eq "docs/choosing.json: every design a row, every figure a number or null with its reason" "" \
     "$(shape docs/choosing.json 2>&1 | head -n 5)"
@@ -81,5 +109,6 @@ build/sale-load --url http://127.0.0.1:1/ -c 1 -d 1 --rate 0 > /dev/null 2>&1; r
 check_eq "sale-load --rate 0: bad usage" 2 "$rc"
 check_eq "--help and --list fit in 100 columns" 0 \
     "$({ loadtest/compare --help; loadtest/compare --list; } | awk 'length > 100' | wc -l)"
-check "nothing left running" test -z "$(pgrep -f 'compare\.[A-Za-z0-9]+/' || true)"
+check "nothing left running (instances, nginx, Redis, mariadbd)" \
+    test -z "$(pgrep -f 'compare\.[A-Za-z0-9]+/' || true)"
 t_report
