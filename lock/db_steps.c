@@ -343,11 +343,33 @@ int lock_leases_init(struct lock_client *lc, struct error *err)
 }
 
 
-/* One try at g's row: made when missing, then taken where it is free or its lease is over
- * by now (or still ours: a nested grant whose lease this process saw run out), the token
- * counted up with the grant (LAST_INSERT_ID(expr): read back with the UPDATE's own answer,
- * whatever others do between). Refused: the holder's lease left, by the same clock. A
- * nested grant of the owner is counted here, with no statement. */
+/* A plain read of g's row (no lock taken: a waiter that only looks never queues in front
+ * of the holder's own statements on the row, as a refused UPDATE or a duplicate INSERT
+ * would, each locking it). *held: 1 when another holds it and its lease runs on by now
+ * (*left_ms: how long), 0 when it may be taken (missing, free, run out, ours). The
+ * statement's fault (DB_E_NONE: read). */
+static enum db_fault lease_look(struct lock_client *lc, struct db_conn *c,
+                                const struct lock_db_names *q, const char *now, int *held,
+                                long long *left_ms, struct error *err)
+{
+    struct db_result res[1];
+    enum db_fault fault;
+
+    fault = lock_db_run(lc, c, res, 1, err,
+                        "SELECT owner <> '' AND owner <> %s AND lock_until > %s, "
+                        "GREATEST(lock_until - %s, 0) FROM leases WHERE name=%s",
+                        q->owner, now, now, q->item);
+    *held = fault == DB_E_NONE && res[0].found && strcmp(res[0].vals[0], "1") == 0;
+    *left_ms = *held && !res[0].null[1] ? atoll(res[0].vals[1]) : 0;
+    return fault;
+}
+
+/* One try at g's row: looked at first (lease_held), then made when missing and taken where
+ * it is free or its lease is over by now (or still ours: a nested grant whose lease this
+ * process saw run out), the token counted up with the grant (LAST_INSERT_ID(expr): read
+ * back with the UPDATE's own answer, whatever others do between). Refused: the holder's
+ * lease left, by the same clock. A nested grant of the owner is counted here, with no
+ * statement. */
 int lock_lease_try(struct lock_client *lc, struct lock_grant *g, const char *now, int fenced,
                    struct error *err)
 {
@@ -355,11 +377,18 @@ int lock_lease_try(struct lock_client *lc, struct lock_grant *g, const char *now
     struct lock_db_names q;
     struct db_conn *c;
     enum db_fault fault;
+    long long left_ms;
+    int held;
 
     if (lock_db_nest(lc, g))
         return LOCK_OK;
     if ((c = lock_db_open(lc, g, &q, err)) == NULL)
         return LOCK_ERROR;
+    if ((fault = lease_look(lc, c, &q, now, &held, &left_ms, err)) != DB_E_NONE || held) {
+        lock_db_put(c, fault);
+        g->retry_in_ms = left_ms;
+        return fault != DB_E_NONE ? LOCK_ERROR : LOCK_TIMEOUT;
+    }
     fault = lock_db_run(lc, c, res, 3, err,
                         "INSERT IGNORE INTO leases (name) VALUES (%s); "
                         "UPDATE leases SET owner=%s, lock_until=%s + %ld, "

@@ -54,7 +54,7 @@ static void config_free(struct lock_config *cfg)
 /* A copy of cfg with its strings duplicated and its defaults filled in; LOCK_OK, or
  * LOCK_ERROR (out of memory: what was copied is freed by config_free). */
 static int config_copy(struct lock_config *to, const struct lock_config *cfg,
-                       struct error *err)
+                       const struct lock_ops *ops, struct error *err)
 {
     *to = *cfg;
     to->instance_id = strdup(cfg->instance_id ? cfg->instance_id : "instance");
@@ -64,7 +64,7 @@ static int config_copy(struct lock_config *to, const struct lock_config *cfg,
     if (to->ttl_ms <= 0)
         to->ttl_ms = LOCK_TTL_DEFAULT_MS;
     if (to->retry_ms <= 0)
-        to->retry_ms = 10;
+        to->retry_ms = ops->retry_ms > 0 ? ops->retry_ms : 10;
     if (to->instance_id == NULL || (cfg->lock_masters && !to->lock_masters) ||
         (cfg->redis_user && !to->redis_user) || (cfg->redis_password && !to->redis_password))
         return error_set(err, FAULT_NOMEM, "out of memory");
@@ -109,7 +109,7 @@ struct lock_client *lock_client_create(const struct lock_ops *ops, const struct 
     }
     lc->ops = ops;
     lc->redis = cfg->redis;
-    if (config_copy(&lc->cfg, cfg, err) != LOCK_OK)
+    if (config_copy(&lc->cfg, cfg, ops, err) != LOCK_OK)
         goto out_free;
     if (ops->remote && lc->redis == NULL) {
         error_set(err, FAULT_USAGE, "%s keeps its lock in Redis: lock_config.redis is needed", ops->name);

@@ -84,7 +84,7 @@ struct lock_config {
     struct db_client *db;     /* v12 to v15: the database its lock rows live in (the
                                  store's pool, lent likewise) */
     long ttl_ms;              /* lease length; 0 means LOCK_TTL_DEFAULT_MS */
-    long retry_ms;            /* poll: sleep between tries; 0 means 10 */
+    long retry_ms;            /* poll: sleep between tries; 0: the version's (lock_ops) */
     const char *instance_id;  /* unique per process (a uuid); prefix of every owner id */
     enum lock_wait wait;      /* LOCK_WAIT_DEFAULT: the version's */
     const char *lock_masters; /* redlock: its N independent masters, "HOST:PORT,..." */
@@ -166,6 +166,8 @@ struct lock_ops {
     int (*renew)(struct lock_client *lc, const struct lock_grant *g, struct error *err);
     /* The wait policy it uses unless lock_config.wait says otherwise. */
     enum lock_wait wait;
+    /* Poll: the sleep between tries when lock_config.retry_ms asks none (0: 10 ms). */
+    long retry_ms;
     /* 1: a watchdog renews every held lease each ttl/3 while it is held. */
     int keepalive;
     /* 1: release deletes only under our owner id, atomically (v6 on; v5's GET then DEL

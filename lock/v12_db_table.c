@@ -24,6 +24,7 @@ static int v12_init(struct lock_client *lc, struct error *err)
 static int v12_try_acquire(struct lock_client *lc, struct lock_grant *g, long wait_ms,
                            struct lock_trip *trip, struct error *err)
 {
+    struct db_result res[1];
     struct lock_db_names q;
     struct db_conn *c;
     enum db_fault fault;
@@ -31,8 +32,14 @@ static int v12_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
     (void)wait_ms, (void)trip;   /* nothing of Redis rides */
     if ((c = lock_db_open(lc, g, &q, err)) == NULL)
         return LOCK_ERROR;
-    fault = lock_db_run(lc, c, NULL, 0, err, "INSERT INTO locks (name, owner) VALUES (%s, %s)",
-                        q.item, q.owner);
+    /* A plain read first: a refused INSERT locks the row it finds (shared), in front of
+     * the holder's DELETE; a look locks nothing. */
+    fault = lock_db_run(lc, c, res, 1, err, "SELECT 1 FROM locks WHERE name=%s", q.item);
+    if (fault == DB_E_NONE && !res[0].found)
+        fault = lock_db_run(lc, c, NULL, 0, err, "INSERT INTO locks (name, owner) VALUES (%s, %s)",
+                            q.item, q.owner);
+    else if (fault == DB_E_NONE)
+        fault = DB_E_DUP;   /* held */
     lock_db_put(c, fault);
     if (fault == DB_E_DUP || fault == DB_E_DEADLOCK)
         return LOCK_TIMEOUT;
@@ -78,4 +85,5 @@ const struct lock_ops lock_v12 = {
     .try_acquire = v12_try_acquire,
     .release = v12_release,
     .wait = LOCK_WAIT_POLL,
+    .retry_ms = 100,   /* as Spring Integration's JdbcLockRegistry polls */
 };

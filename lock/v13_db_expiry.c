@@ -53,5 +53,6 @@ const struct lock_ops lock_v13 = {
     .release = lock_lease_release,
     .renew = v13_renew,
     .wait = LOCK_WAIT_POLL,
+    .retry_ms = 100,   /* as Spring Integration's JdbcLockRegistry polls */
     .keepalive = 1,
 };

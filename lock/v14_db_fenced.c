@@ -83,6 +83,7 @@ const struct lock_ops lock_v14 = {
     .release = lock_lease_release,
     .renew = v14_renew,
     .wait = LOCK_WAIT_POLL,
+    .retry_ms = 100,   /* as Spring Integration's JdbcLockRegistry polls */
     .keepalive = 1,
     .fence = v14_fence,
     .forget = v14_forget,
