@@ -30,8 +30,9 @@
  *
  * A row's "fault" says whose a flaw of its scenario is: "lock" (the lock's own design:
  * long work, a pause, a crash of the holder...), or the store failing underneath: "redis"
- * (Redis or its deployment: a failover, a crash, a partition) or "zookeeper" (the
- * ensemble: its leader killed, a partition). A row without it counts as the lock's.
+ * (Redis or its deployment: a failover, a crash, a partition), "zookeeper" (the
+ * ensemble: its leader killed, a partition) or "database" (the MariaDB server: killed).
+ * A row without it counts as the lock's.
  *
  * The page, titled by the versions its rows name: the table of rows; one chart per measure
  * (report_measures.c), a line per version on a log scale, the lock's own flaws apart from the
@@ -308,8 +309,8 @@ static const char report_say_measures[] =
     "measured it. The scale is logarithmic, so that a single unit shows beside thousands. "
     "&ldquo;not measured&rdquo; where a run did not count it, never 0. Outlined: the measure a "
     "row's flaw is about. A flaw of the lock's own design is drawn apart from the store failing "
-    "underneath (Redis or ZooKeeper: a failover, a crash, a partition): what a failing store "
-    "lost is not drawn as a flaw of the version that ran on it.</p>\n";
+    "underneath (Redis, ZooKeeper or MariaDB: a failover, a crash, a partition): what a failing "
+    "store lost is not drawn as a flaw of the version that ran on it.</p>\n";
 static const char report_say_rates[] =
     "<h2 id=\"throughput\">Throughput</h2>\n<p class=\"meta\">Sales per second of selling, "
     "from each version's load row alone, all run alike (the caption says how). A version whose "

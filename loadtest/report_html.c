@@ -172,7 +172,8 @@ size_t report_versions(const json_t *rows, const char **out, size_t max)
     return n;
 }
 
-/* report_underneath: "fault" "redis": "Redis"; "zookeeper": "ZooKeeper"; else NULL. */
+/* report_underneath: "fault" "redis": "Redis"; "zookeeper": "ZooKeeper"; "database":
+ * "MariaDB"; else NULL. */
 const char *report_underneath(const json_t *row)
 {
     const char *fault = report_str(row, "fault");
@@ -181,6 +182,8 @@ const char *report_underneath(const json_t *row)
         return "Redis";
     if (fault != NULL && strcmp(fault, "zookeeper") == 0)
         return "ZooKeeper";
+    if (fault != NULL && strcmp(fault, "database") == 0)
+        return "MariaDB";
     return NULL;
 }
 

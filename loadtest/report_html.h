@@ -35,8 +35,9 @@ int report_natural_cmp(const char *a, const char *b);
  * max). */
 size_t report_versions(const json_t *rows, const char **out, size_t max);
 
-/* The store whose failing underneath is the row's flaw ("fault": "redis" or "zookeeper"):
- * "Redis" or "ZooKeeper"; NULL for the lock's own flaw (the default). */
+/* The store whose failing underneath is the row's flaw ("fault": "redis", "zookeeper" or
+ * "database"): "Redis", "ZooKeeper" or "MariaDB"; NULL for the lock's own flaw (the
+ * default). */
 const char *report_underneath(const json_t *row);
 /* The row's measure key ("oversold", "sold_short", "lost", "overlaps", "stuck", "gap_ms",
  * "refused_409", "refused_503", "jain"): 1 with *out set when the run measured it, 0 when

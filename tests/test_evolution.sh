@@ -2,8 +2,10 @@
 # test_evolution.sh - The evolution, quick: every version's scenarios on real stacks. Each
 # row must show what it expects (the flaw where the version has it, none where the next
 # version fixed it), judged from Redis and the HTTP answers; the JSON and the page are whole,
-# and every line printed fits in 100 columns. The demo's rows (make demo: --demo) are
-# checked from their list, not run: each flaw beside the next version's fix.
+# and every line printed fits in 100 columns. The database chapter's rows (v12..v15, atomic
+# and mariadbd killed, in MariaDB) run with them, judged from what the database holds and
+# the HTTP answers. The demo's rows (make demo: --demo) are checked from their list, not
+# run: each flaw beside the next version's fix.
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
@@ -11,7 +13,7 @@ source tests/lib.sh
 OUT="$T_TMP/evo"
 # This test's servers alive (not zombies) now (ours: under its T_TMP, where the runs keep
 # their directories); checked again at the end: the runs must leave none.
-servers() { ps -eo pid=,stat=,comm= | awk '$2 !~ /^Z/ && $3 ~ /^(inventory-serv|nginx|redis-server)/ { print $1 }' | ours | sort; }
+servers() { ps -eo pid=,stat=,comm= | awk '$2 !~ /^Z/ && $3 ~ /^(inventory-serv|nginx|redis-server|mariadbd)/ { print $1 }' | ours | sort; }
 servers > "$T_TMP/before"
 loadtest/evolution --quick --jobs 2 --out "$OUT" > "$T_TMP/evo.out" 2> "$T_TMP/evo.err"
 rc=$?
@@ -90,6 +92,38 @@ check "v8 redis-crash (AOF always): Redis killed and back, no acknowledged sale 
     jq -e '.rows[] | select(.lock == "v8" and .scenario == "redis-crash") | .oversold == 0 and (.observed | test("fsync always.* 0 acknowledged sales lost, oversold 0.*; 0 other answers, 0 without one"))' "$J"
 check "v8 redis-crash-snapshot: the sales after the snapshot lost and sold again (oversold)" \
     jq -e '.rows[] | select(.lock == "v8" and .scenario == "redis-crash-snapshot") | .oversold > 0 and (.observed | test(" [1-9][0-9]* acknowledged sales lost"))' "$J"
+# The database chapter (v12..v15 in MariaDB), each row as the database and the answers show it.
+# row_is LOCK SCENARIO FILTER: the row's JSON passes the jq FILTER.
+row_is() { jq -e --arg l "$1" --arg s "$2" ".rows[] | select(.lock == \$l and .scenario == \$s) | $3" "$J" >/dev/null; }
+check "v12 crash: the dead holder's row stayed in locks, 3 later sales lock_timeout; a DELETE by hand, then a sale" \
+    row_is v12 crash '.lock_timeouts >= 3 and (.observed | test("its row in locks still names it.*3 of 3 later sales lock_timeout, nothing sold; after a DELETE of the row by hand: 200"))'
+check "v13 crash: the dead holder's lease ran out by the database's clock, the 3 later sales sold" \
+    row_is v13 crash '.lock_timeouts == 0 and (.observed | test("leases row ran out by the database.s clock [0-9]+ ms after the kill.*3 of 3 later sales sold"))'
+check "v15 crash: the holder's connection gone, the row lock with it: the first sale within a second of the kill" \
+    row_is v15 crash '.measures.gap_ms <= 1000 and (.observed | test("its connection [(]the server.s thread [0-9]+[)] gone [0-9]+ ms after the kill"))'
+check "v12 nested: 5 of 5 lock_timeout, sold in the database did not move" \
+    row_is v12 nested '.observed | test("0 sold, 5 lock_timeout; sold in the database moved by 0")'
+for v in v13 v15; do
+    check "$v nested: 5 of 5 sold, sold in the database moved by 5" \
+        row_is "$v" nested '.observed | test("5 sold, 0 lock_timeout; sold in the database moved by 5")'
+done
+check "v13 pause: the paused holder's stale write landed (its orders row), oversold" \
+    row_is v13 pause '.oversold > 0 and (.observed | test("the paused sale answered 200 sold, its orders row: 200 "))'
+check "v14 pause: the paused sale refused by the database (409 lease_lost), no orders row of it, nothing oversold" \
+    row_is v14 pause '.oversold == 0 and .measures.refused_409 >= 1 and (.observed | test("answered 409 lease_lost, its orders row: none"))'
+check "v15 pause: no sale at all while the holder was stopped; the longest time with none, the pause (2000 ms) or more" \
+    row_is v15 pause '.measures.gap_ms >= 2000 and (.observed | test("instance 2 sold 0 during the pause"))'
+check "v13 clock-ahead: the stepped instance took the live lease; two orders rows with one remaining (oversold)" \
+    row_is v13 clock-ahead '.oversold > 0 and (.observed | test("named the third while instance 1 was inside: yes.*remaining [0-9]+ x 2"))'
+check "v14 clock-ahead: the stepped instance waited like anyone (503 lock_timeout), nothing oversold" \
+    row_is v14 clock-ahead '.oversold == 0 and (.observed | test("the third.s sale answered 503 lock_timeout"))'
+for scn in db-crash db-crash-flush2; do
+    check "v14 $scn: mariadbd killed -9, every acknowledged sale in orders, the books add up" \
+        row_is v14 "$scn" '.measures.lost == 0 and (.observed | test("the books add up [(]sold [+] stock, a row per unit[)]: yes"))'
+done
+check "v14 db-crash-flush0: acknowledged sales lost with the server's memory" \
+    row_is v14 db-crash-flush0 '.measures.lost > 0 and (.observed | test("flush_log_at_trx_commit 0[)] killed -9"))'
+check "atomic load in MariaDB: nothing oversold" row_is atomic load '.oversold == 0 and .sold > 0'
 # The moments the report page draws, cut from the events the live page shows.
 moment() { jq -r --arg l "$1" --arg s "$2" '.rows[] | select(.lock == $l and .scenario == $s) | .moment.kind // "none"' "$J"; }
 check_eq "v2 load: its moment is an overlap" overlap "$(moment v2 load)"
@@ -129,28 +163,33 @@ check "the page has it" grep -qF "$(jq -r '.rows[] | select(.lock == "v4" and .s
 check "the report page's path is printed last" bash -c "tail -n 1 '$T_TMP/evo.err' | grep -qx 'the report page: $OUT/report.html'"
 # Each row says whose a flaw of it is (the page draws the two apart), as its row says.
 loadtest/evolution --list > "$T_TMP/rows"
-check_eq "every row of the JSON has its row's fault (lock, redis or zookeeper)" "" \
+check_eq "every row of the JSON has its row's fault (lock, redis, zookeeper or database)" "" \
     "$(jq -r '.rows[] | "\(.lock) \(.scenario) \(.fault)"' "$J" | while read -r l s f; do
-        awk -v l="$l" -v s="$s" -v f="$f" '$1 == l && $2 == s && $4 == f && (f == "lock" || f == "redis" || f == "zookeeper") { ok = 1 }
+        awk -v l="$l" -v s="$s" -v f="$f" '$1 == l && $2 == s && $4 == f && (f == "lock" || f == "redis" || f == "zookeeper" || f == "database") { ok = 1 }
             END { if (!ok) print l " " s " " f }' "$T_TMP/rows"; done)"
-check "the lock's flaws: long-work, release-gap, nested, pause, crash, load, instance-cut, clock-jump-monotonic" \
-    test -z "$(awk '$2 ~ /^(load|crash|long-work|release-gap|nested|pause|instance-cut.*|clock-jump-monotonic)$/ && $4 != "lock"' "$T_TMP/rows")"
+check "the lock's flaws: long-work, release-gap, nested, pause, crash, load, instance-cut, clock-jump-monotonic, clock-ahead" \
+    test -z "$(awk '$2 ~ /^(load|crash|long-work|release-gap|nested|pause|instance-cut.*|clock-jump-monotonic|clock-ahead)$/ && $4 != "lock"' "$T_TMP/rows")"
 check "Redis failing: failover, redis-crash*, sentinel-*, cluster-*, clock-jump-redis, lock masters killed" \
     test -z "$(awk '$2 ~ /^(failover.*|redis-crash.*|sentinel-.*|cluster-.*|clock-jump-redis|master-down|quorum-lost)$/ && $4 != "redis"' "$T_TMP/rows")"
 check "ZooKeeper failing: zk-* (its leader killed, a partition)" \
     test -z "$(awk '$2 ~ /^zk-/ && $4 != "zookeeper"' "$T_TMP/rows")"
-check_eq "every row is one of the three" "$(wc -l < "$T_TMP/rows")" \
-    "$(awk '$4 == "lock" || $4 == "redis" || $4 == "zookeeper"' "$T_TMP/rows" | wc -l)"
+check "MariaDB failing: db-crash* (mariadbd killed), in MariaDB" \
+    test -z "$(awk '($2 ~ /^db-/) != ($4 == "database") || ($4 == "database" && $5 != "mysql")' "$T_TMP/rows")"
+check_eq "every row is one of the four" "$(wc -l < "$T_TMP/rows")" \
+    "$(awk '$4 == "lock" || $4 == "redis" || $4 == "zookeeper" || $4 == "database"' "$T_TMP/rows" | wc -l)"
+check_eq "the rows in MariaDB: v12..v15's and atomic's there, and --quick runs them all" \
+    "atomic v12 v13 v14 v15|$(awk '$5 == "mysql"' "$T_TMP/rows" | wc -l)" \
+    "$(awk '$5 == "mysql" { print $1 }' "$T_TMP/rows" | sort -uV | tr '\n' ' ' | sed 's/ $//')|$(loadtest/evolution --quick --list | awk '$5 == "mysql"' | wc -l)"
 
 # --- The demo's rows (make demo), from their list: not run here ---
 loadtest/evolution --demo --list > "$T_TMP/demo.list"; rc=$?
 check_eq "evolution --demo --list" 0 "$rc"
 awk 'NF == 7 && /^[^ ]/' "$T_TMP/demo.list" > "$T_TMP/demo.rows"   # rows; the notes below are indented
-check_eq "the demo: 23 rows, each marked demo" "23 23" \
+check_eq "the demo: 28 rows, each marked demo" "28 28" \
     "$(wc -l < "$T_TMP/demo.rows") $(awk '$6 == "demo"' "$T_TMP/demo.rows" | wc -l)"
-check_eq "the demo: every one on a local stack or v11's ensemble (no test hosts, no cluster)" 23 \
-    "$(awk '$5 == "local" || ($5 == "zookeeper" && $1 == "v11")' "$T_TMP/demo.rows" | wc -l)"
-check_eq "the demo: every version v1..v11 has a row" "v1 v2 v3 v4 v5 v6 v7 v8 v9 v10 v11" \
+check_eq "the demo: every one on a local stack, v11's ensemble or v12..v15's MariaDB (no test hosts, no cluster)" 28 \
+    "$(awk '$5 == "local" || ($5 == "zookeeper" && $1 == "v11") || ($5 == "mysql" && $1 ~ /^v1[2-5]$/)' "$T_TMP/demo.rows" | wc -l)"
+check_eq "the demo: every version v1..v15 has a row" "v1 v2 v3 v4 v5 v6 v7 v8 v9 v10 v11 v12 v13 v14 v15" \
     "$(awk '{ print $1 }' "$T_TMP/demo.rows" | sort -uV | tr '\n' ' ' | sed 's/ $//')"
 pair() { awk -v a="$1 $2 $3" -v b="$4 $5 $6" '($1 " " $2 " " $3) == a { x = 1 } ($1 " " $2 " " $3) == b { y = 1 } END { exit !(x && y) }' "$T_TMP/demo.rows"; }
 check "the demo: v2 load oversells, v3 load does not" pair v2 load flaw v3 load safe
@@ -165,20 +204,29 @@ check "the demo: v8 failover, v9 failover (its token went back) and failover-wai
 check "the demo: v10 master-down and quorum-lost" pair v10 master-down safe v10 quorum-lost safe
 check "the demo: v10 master-restart (empty: two holders), master-restart-fsync" \
     pair v10 master-restart flaw v10 master-restart-fsync safe
-check_eq "the demo ends with v11 on ZooKeeper: its load, and the pause v8 failed and v9 fenced" \
-    "v11 load safe|v11 pause safe" "$(tail -n 2 "$T_TMP/demo.rows" | awk '{ print $1, $2, $3 }' | paste -sd'|')"
-check_eq "the demo: every flaw row has its fix: a later version's safe row of its scenario, or its own version's safe variant of it" "" "$(
+check_eq "the demo's v11 on ZooKeeper: its load, and the pause v8 failed and v9 fenced" \
+    "v11 load safe|v11 pause safe" "$(awk '$1 == "v11" { print $1, $2, $3 }' "$T_TMP/demo.rows" | paste -sd'|')"
+check "the demo: v12 crash (its row stays), v13 crash (the lease runs out)" pair v12 crash flaw v13 crash safe
+check "the demo: v13 pause (the stale write lands), v14 pause (the database refuses it)" pair v13 pause flaw v14 pause safe
+check_eq "the demo ends with the database chapter, v15's pause last: its row lock has no lease" \
+    "v12 crash flaw|v13 crash safe|v13 pause flaw|v14 pause safe|v15 pause flaw" \
+    "$(tail -n 5 "$T_TMP/demo.rows" | awk '{ print $1, $2, $3 }' | paste -sd'|')"
+# (v15, the database chapter's last, gives the lease up to fix v12's crash: the fix of its
+# pause is the lease of v14, before it.)
+check_eq "the demo: every flaw row has its fix: a later version's safe row of its scenario, or its own version's safe variant of it (v15's: v14's)" "" "$(
     awk '$3 == "flaw" { f[NR] = $1 " " $2 } $3 == "safe" { s[$2] = s[$2] " " $1; same[$1 " " $2] = 1 }
         END { for (i in f) { split(f[i], a, " "); ok = 0; n = split(s[a[2]], v, " ")
               for (k = 1; k <= n; k++) if (substr(v[k], 2) + 0 > substr(a[1], 2) + 0) ok = 1
+              for (k = 1; k <= n; k++) if (a[1] == "v15" && v[k] == "v14") ok = 1
               for (x in same) if (index(x, f[i] "-") == 1) ok = 1
               if (!ok) print f[i] } }' "$T_TMP/demo.rows")"
 check_eq "the demo: each flaw row is a flaw row of the full list" "" \
     "$(awk '$3 == "flaw"' "$T_TMP/demo.rows" | while read -r l s _; do grep -q "^$l *$s *flaw" "$T_TMP/rows" || echo "$l $s"; done)"
-check "the demo names what it left to FULL=1 and why" grep -q "The demo ran 23 of the $(wc -l < "$T_TMP/rows") rows; make demo FULL=1 runs every row" "$T_TMP/demo.list"
+check "the demo names what it left to FULL=1 and why" grep -q "The demo ran 28 of the $(wc -l < "$T_TMP/rows") rows; make demo FULL=1 runs every row" "$T_TMP/demo.list"
 check "  the rows on test hosts, as too long" grep -q '30 rows on test hosts (network namespaces, root only), too long for the demo' "$T_TMP/demo.list"
 check "  the rows on a Redis Cluster, as too long" grep -q '4 rows on a Redis Cluster (six nodes), too long for the demo' "$T_TMP/demo.list"
 check "  v11's other rows, left for time" grep -q "rows more of the lessons of v11 on its ZooKeeper ensemble, left for time" "$T_TMP/demo.list"
+check "  the other rows in MariaDB, left for time" grep -q "14 rows more of the lessons in MariaDB (its loads, nested, clock-ahead, mariadbd killed)," "$T_TMP/demo.list"
 check_eq "  every scenario left out, named" "" "$(awk '$6 != "demo" { print $2 }' "$T_TMP/rows" | sort -u |
     while read -r s; do tr -s '\n ' '  ' < "$T_TMP/demo.list" | grep -qE " $s \(" || echo "$s"; done | tr '\n' ' ')"
 check "  within 100 columns" test "$(widest "$T_TMP/demo.list")" -le 100

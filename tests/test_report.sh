@@ -216,6 +216,7 @@ check "moments: the axis counts from the moment" grep -q '>+0 ms</text>' "$OUT"
     row v8 sentinel-partition flaw lost '{"oversold": 14720}' '{"fault": "redis"}'
     row v9 failover safe oversold '{}' '{"fault": "redis"}'
     row v11 zk-leader-kill safe gap '{}' '{"fault": "zookeeper"}'
+    row v14 db-crash-flush0 flaw lost '{"oversold": 269, "lost": 269}' '{"fault": "database"}'
 } | jq -s '{generated: "2026-11-23T10:00:00Z", runs: 1, rows: .}' > "$T_TMP/fault.json"
 "$REPORT" "$T_TMP/fault.json" "$T_TMP/fault.html"; rc=$?
 check_eq "fault: written" 0 "$rc"
@@ -235,6 +236,12 @@ check "fault: the table says which row Redis failed under" grep -qF \
 check_eq "fault: and only that one and v9 failover" 2 "$(grep -c 'Redis failed underneath)</small>' "$T_TMP/fault.html")"
 check "fault: the table says which row ZooKeeper failed under" grep -qF \
     '<td>zk-leader-kill <small class="fault">(ZooKeeper failed underneath)</small></td>' "$T_TMP/fault.html"
+check "fault: and which row MariaDB failed under" grep -qF \
+    '<td>db-crash-flush0 <small class="fault">(MariaDB failed underneath)</small></td>' "$T_TMP/fault.html"
+OUT=$T_TMP/fault.html
+check_eq "fault: MariaDB's losses drawn with the store's (v14's 269), no line of the lock's" "269 " \
+    "$(value lost v14 store) $(value lost v14 lock)"
+OUT=$OUT_MAIN
 
 # With model/check's results: each counterexample's diagram, beside the run's moment.
 printf 'A: acquire ok\nA: works 4 ticks\nA%ss lease expires\nB: acquire ok\n=> mutex is broken here\n' "'" \

@@ -40,7 +40,11 @@
 # sale_load_summary, items_read, and on ZooKeeper (stack.env's ZK_CONNECT, ZK_DIR) zk_mode,
 # zk_modes, zk_leader, zk_item_state. A scenario on ZooKeeper (v11's, or atomic's there) has no Redis to read
 # and no fault probe: it is judged from the HTTP answers, its history (check-history) and
-# the stock the service reads (--get-stock).
+# the stock the service reads (--get-stock). A scenario in a MariaDB database (v12..v15, or
+# atomic there: stack.env's MYSQL_CONNECT, MYSQL_DIR, MYSQL_FLUSH) reads the database
+# itself, as root on the server deploy/up started (mdb_sql): the items row, the orders
+# rows, the probe's row and the lock's own row (db_* below); it keeps no fault probe of a
+# sale killed inside (a dead process is not inside: db_probe_clear).
 
 # Where the tools are, from this file's place: loadtest/ (check-history, sale.lua,
 # cluster-move) and build/ (sale-load, clockstep.so, inventory-service).
@@ -135,6 +139,21 @@ history_answers() {
         | join(", ")'
 }
 
+# crash_sale DIR ITEM: one sale of ITEM through nginx, recorded like wrk's (a line of
+# DIR/answers-curl: status, error, request id, Retry-After); true when the store answered
+# it (200 or 409). For the scenarios that kill a store and start it again.
+crash_sale() {
+    local dir=$1 code body
+    rm -f "$dir/probe.h" "$dir/probe.json"
+    code=$(curl -s -D "$dir/probe.h" -o "$dir/probe.json" -m 10 -w '%{http_code}' \
+        "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$2") || code=000
+    body=$(jq -r '"\(.error // "-") \(.request_id // "-")"' "$dir/probe.json" 2>/dev/null) || body="- -"
+    echo "$code $body $(grep -qi '^retry-after:' "$dir/probe.h" 2>/dev/null && echo 1 || echo 0)" \
+        >> "$dir/answers-curl"
+    echo "$code" >> "$dir/codes"
+    [ "$code" = 200 ] || [ "$code" = 409 ]
+}
+
 # port_of N, pid_of N: the stack's Nth instance's port and pid (1-based).
 port_of() { echo "$INSTANCE_PORTS" | awk -v n="$1" '{ print $n }'; }
 pid_of() { echo "$INSTANCE_PIDS" | awk -v n="$1" '{ print $n }'; }
@@ -172,29 +191,47 @@ bg_wait() {
     BG_PIDS=""
 }
 
-# overlaps_now ITEM, sold_now ITEM: ITEM's overlaps and sold in Redis now (0: none).
-overlaps_now() { local o; o=$(item_get overlaps "$1"); echo "${o:-0}"; }
-sold_now() { local s; s=$(item_get sold "$1"); echo "${s:-0}"; }
+# overlaps_now ITEM, sold_now ITEM: ITEM's overlaps and sold in Redis (or the database)
+# now (0: none).
+overlaps_now() {
+    local o
+    if db_stack; then
+        o=$(db_sql "SELECT SUM(overlaps) FROM inventory.probes WHERE item = $(db_lit "$1")")
+    else
+        o=$(item_get overlaps "$1")
+    fi
+    is_uint "${o:-}" && echo "$o" || echo 0
+}
+sold_now() {
+    local s
+    if db_stack; then s=$(db_item "$1"); s=${s#* }; else s=$(item_get sold "$1"); fi
+    echo "${s:-0}"
+}
 # sold_at_least ITEM N, sold_out_now ITEM: ITEM has sold N or more; has no stock left.
 sold_at_least() { [ "$(sold_now "$1")" -ge "$2" ]; }
-sold_out_now() { [ "$(item_get stock "$1")" = 0 ]; }
-# oversold_now ITEM STOCK: sold - (STOCK - stock) of ITEM, from what Redis (or ZooKeeper)
-# holds now.
+sold_out_now() { [ "$(stock_left "$1")" = 0 ]; }
+# oversold_now ITEM STOCK: sold - (STOCK - stock) of ITEM, from what Redis (or ZooKeeper,
+# or the database) holds now.
 oversold_now() {
     local stock=$2
     if zk_stack; then
         set -- $(zk_item_state "$1")
+    elif db_stack; then
+        set -- $(db_item "$1")
     else
         set -- $(rcli mget "$(item_key stock "$1")" "$(item_key sold "$1")" | tr '\n' ' ')
     fi
     echo $(( ${2:-0} - (stock - ${1:-0}) ))
 }
-# stock_left ITEM: ITEM's stock now, in Redis (or ZooKeeper: --get-stock); fails when the
-# store does not answer.
+# stock_left ITEM: ITEM's stock now, in Redis (or ZooKeeper: --get-stock; or the database);
+# fails when the store does not answer.
 stock_left() {
     local v
     if zk_stack; then
         v=$(zk_item_state "$1") || return 1
+        echo "${v%% *}"
+    elif db_stack; then
+        v=$(db_item "$1") && [ -n "$v" ] || return 1
         echo "${v%% *}"
     else
         item_get stock "$1"
@@ -204,13 +241,17 @@ stock_left() {
 lock_held() { [ "$(rcli exists "$(item_key lock "$1")")" = 1 ]; }
 lock_free() { [ "$(rcli exists "$(item_key lock "$1")")" = 0 ]; }
 
-# sampler_start DIR ITEM / sampler_stop: ITEM's stock and sold every 100 ms into
-# DIR/timeline.
+# sampler_start DIR ITEM / sampler_stop: ITEM's stock and sold (in Redis, or the database)
+# every 100 ms into DIR/timeline.
 sampler_start() {
-    local t0 stock sold
+    local t0 stock sold item=$2
     t0=$(date +%s%N) stock=$(item_key stock "$2") sold=$(item_key sold "$2")
     ( while sleep 0.1; do
-        v=$(rcli mget "$stock" "$sold") || continue   # Redis down: no point
+        if db_stack; then
+            v=$(db_item "$item") && [ -n "$v" ] || continue   # the database down: no point
+        else
+            v=$(rcli mget "$stock" "$sold") || continue   # Redis down: no point
+        fi
         set -- $(echo "$v" | tr '\n' ' ')
         echo "$(( ($(date +%s%N) - t0) / 1000000 )) ${1:-0} ${2:-0}"
       done ) > "$1/timeline" 2>/dev/null &
@@ -347,4 +388,128 @@ sale_hist() {
           + if $a.error then {error: $a.error} else {} end
           + if $st == 200 then {remaining: $a.remaining, instance: $a.instance} else {} end' >> "$5"
     echo "$code"
+}
+
+# --- MariaDB (a stack from deploy/up --mysql: MYSQL_CONNECT, MYSQL_DIR, MYSQL_FLUSH) --------
+# What the database holds, read as root (deploy/lib.sh's mdb_sql: root has no password over
+# TCP on a server deploy/up started): ITEM's row of items, its sales' rows of orders, the
+# probe's row (probes: the id of the sale inside, "NAME:OWNER:N"), and the lock's own row,
+# by version: v12's in locks (its owner, locked_at), v13's and v14's in leases (its owner
+# and lock_until, the lease's end in ms since 1970: on the client's clock for v13, the
+# database's for v14). v15's lock is a row lock of its holder's open transaction, which no
+# table names: the probe and information_schema's INNODB_TRX show it.
+
+# db_stack: the stack's stock is in a MariaDB database.
+db_stack() { [ -n "${MYSQL_CONNECT:-}" ]; }
+# db_ours: the stack's server is one deploy/up started (MYSQL_DIR): root may read it.
+db_ours() { [ -n "${MYSQL_DIR:-}" ]; }
+# db_playable: the stack's stock is in a database of its own (db_stack, db_ours); else
+# SCN_OBSERVED says why the scenario cannot be played there, and it fails.
+db_playable() {
+    db_stack && db_ours && return 0
+    SCN_OBSERVED="not played: no database of the stack's own (deploy/up --mysql: root reads it)"
+    return 1
+}
+# db_sql SQL: SQL's rows, tab-separated, no header, as root on the stack's server; fails
+# when it does not answer.
+db_sql() { mdb_sql "$1" 2>/dev/null; }
+# db_lit TEXT: TEXT as an SQL string literal.
+db_lit() { local q="'"; printf "'%s'" "${1//$q/$q$q}"; }
+# The database's clock, ms since 1970 (v14's lease's clock), as SQL.
+DB_NOW_MS="ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000)"
+# db_item ITEM: "STOCK SOLD" of ITEM's row of items; nothing when it has none.
+db_item() {
+    db_sql "SELECT stock, sold FROM inventory.items WHERE item = $(db_lit "$1")" | tr '\t' ' '
+}
+# db_lock_table LOCK: the table the version LOCK keeps its lock's row in: locks (v12), leases
+# (v13, v14); nothing for v15 (a row lock) or any other.
+db_lock_table() {
+    case $1 in v12|db-table) echo locks ;; v13|db-expiry|v14|db-fenced) echo leases ;; esac
+}
+# db_row TABLE ITEM: ITEM's row of the lock's TABLE now, "MS OWNER": in leases MS is how
+# long its lease still runs by the database's clock (0 or less: over), in locks how long
+# ago it was taken; nothing when there is no row.
+db_row() {
+    local w="name = $(db_lit "$2")"
+    case $1 in
+    locks) db_sql "SELECT CONCAT(ROUND(TIMESTAMPDIFF(MICROSECOND, locked_at, NOW(6)) / 1000), ' ',
+                   owner) FROM inventory.locks WHERE $w" ;;
+    leases) db_sql "SELECT CONCAT(lock_until - $DB_NOW_MS, ' ', owner) FROM inventory.leases
+                    WHERE $w" ;;
+    esac
+}
+# db_row_names TABLE ITEM OWNER: ITEM's row of TABLE names OWNER (in leases, with its lease
+# still running by the database's clock).
+db_row_names() {
+    local r; r=$(db_row "$1" "$2")
+    [ "${r#* }" = "$3" ] && { [ "$1" = locks ] || [ "${r%% *}" -gt 0 ]; }
+}
+# db_lease_over ITEM: ITEM's leases row has run out by the database's clock (lock_until
+# at or below its now), or is free.
+db_lease_over() { local r; r=$(db_row leases "$1") && [ -n "$r" ] && [ "${r%% *}" -le 0 ]; }
+# db_row_other ITEM TABLE OWNER: ITEM's row of TABLE names a holder other than OWNER (in
+# leases, one whose lease runs): another took the lock.
+db_row_other() {
+    local r; r=$(db_row "$2" "$1")
+    [ -n "$r" ] && [ -n "${r#* }" ] && [ "${r#* }" != "$3" ] &&
+        { [ "$2" = locks ] || [ "${r%% *}" -gt 0 ]; }
+}
+# db_inside ITEM: the probe's id of the sale inside ITEM's lock now; nothing when none is.
+db_inside() { db_sql "SELECT id FROM inventory.probes WHERE item = $(db_lit "$1")"; }
+# db_owner_inside ITEM PORT: the owner of the sale of the instance on PORT (named NAME-PORT)
+# inside ITEM's lock now, from the probe's id; fails when none of its sales is inside.
+db_owner_inside() {
+    local id; id=$(db_inside "$1")
+    case $id in *-"$2":*:*) ;; *) return 1 ;; esac
+    id=${id#*-"$2":}
+    echo "${id%:*}"
+}
+# db_probe_clear ITEM: the probe emptied: a sale killed inside never leaves it, and a dead
+# process is not inside.
+db_probe_clear() {
+    db_sql "UPDATE inventory.probes SET id = '' WHERE item = $(db_lit "$1")" >/dev/null
+}
+# db_trx_holding: the server's thread id of a transaction that holds a row lock (v15's
+# holder: its SELECT ... FOR UPDATE), running (not waiting); fails when none does.
+# INNODB_TRX is the server's cache of its transactions, refreshed by a read only when none
+# came in the last 100 ms: read more often, it would show the same moment for ever.
+db_trx_holding() {
+    local t
+    sleep 0.15
+    t=$(db_sql "SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX
+                WHERE trx_state = 'RUNNING' AND trx_rows_locked > 0 LIMIT 1")
+    [ -n "$t" ] && echo "$t"
+}
+# db_thread_gone ID: the server has no connection ID any more.
+db_thread_gone() {
+    [ "$(db_sql "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = $1")" = 0 ]
+}
+# db_held_by ITEM PORT LOCK: the sale of the instance on PORT is inside ITEM's lock now, as
+# the database shows it: the probe names it and, where the version LOCK has a lock's row,
+# that row names the same owner (in leases, with its lease running by the database's
+# clock), else a transaction holds a row lock (v15). Prints its owner.
+db_held_by() {
+    local table w ev r id owner
+    table=$(db_lock_table "$3") w=$(db_lit "$1")
+    case $table in
+    locks) ev="SELECT owner FROM inventory.locks WHERE name = $w" ;;
+    leases) ev="SELECT owner FROM inventory.leases WHERE name = $w AND lock_until > $DB_NOW_MS" ;;
+    *) ev="SELECT NULL" ;;
+    esac
+    r=$(db_sql "SELECT (SELECT id FROM inventory.probes WHERE item = $w), ($ev)") || return 1
+    id=${r%%$'\t'*} ev=${r#*$'\t'}
+    case $id in *-"$2":*:*) ;; *) return 1 ;; esac
+    owner=${id#*-"$2":} owner=${owner%:*}
+    if [ -n "$table" ]; then [ "$ev" = "$owner" ] || return 1
+    else db_trx_holding >/dev/null || return 1; fi
+    echo "$owner"
+}
+# db_wait_held ITEM PORT LOCK: waits (5 s at most) until the database shows the sale of the
+# instance on PORT inside ITEM's lock (db_held_by); prints its owner; fails when it did not.
+db_wait_held() { wait_until 5 "" db_held_by "$@" && db_held_by "$@"; }
+# db_order_of REQUEST_ID: "STATUS REMAINING INSTANCE" of the orders row of the sale whose
+# answer named REQUEST_ID; nothing when it has none (its write never landed).
+db_order_of() {
+    db_sql "SELECT status, remaining, instance FROM inventory.orders
+            WHERE request_id = $(db_lit "$1") LIMIT 1" | tr '\t' ' '
 }

@@ -15,7 +15,7 @@
 # (sold - (stock at start - stock) > 0), an answer was other than 200, 409 or 503 with
 # Retry-After (or none came at all), or no sale went through after the restart.
 # Rows in loadtest/evolution: v8 redis-crash does not show it, v8 redis-crash-snapshot
-# does. (now_ms is deploy/lib.sh's.)
+# does. (now_ms is deploy/lib.sh's; crash_sale lib.sh's.)
 
 # The scenario's fsync, and a stock that lasts a few seconds of load.
 defaults_redis_crash="ttl=2000 wait=3000 stock=1200 fsync=always"
@@ -41,19 +41,6 @@ restart_redis() {
     fi
     kill -9 "$REDIS_STARTED_PID" 2>/dev/null      # its pid file names the port it never took
     return 1
-}
-# crash_sale DIR ITEM: one sale of ITEM through nginx, recorded like wrk's (in DIR); true
-# when Redis answered it (200 or 409).
-crash_sale() {
-    local dir=$1 code body
-    rm -f "$dir/probe.h" "$dir/probe.json"
-    code=$(curl -s -D "$dir/probe.h" -o "$dir/probe.json" -m 10 -w '%{http_code}' \
-        "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$2") || code=000
-    body=$(jq -r '"\(.error // "-") \(.request_id // "-")"' "$dir/probe.json" 2>/dev/null) || body="- -"
-    echo "$code $body $(grep -qi '^retry-after:' "$dir/probe.h" 2>/dev/null && echo 1 || echo 0)" \
-        >> "$dir/answers-curl"
-    echo "$code" >> "$dir/codes"
-    [ "$code" = 200 ] || [ "$code" = 409 ]
 }
 # snapshot_done: the BGSAVE asked for has finished, and written its file.
 snapshot_done() {
