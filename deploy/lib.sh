@@ -613,3 +613,16 @@ sale_load_summary() {
                 - (.by_status["503"] // 0) - .no_answer),
         socket_errors: .no_answer, timeouts: 0, rps, p50_ms, p99_ms}'
 }
+
+# stock_set N ARG...: the stock of the items ARG names (--item I, --items K) set to N,
+# afresh, on the stack of RUN_DIR (deploy/stock: in Redis, ZooKeeper or MariaDB). Tried a
+# second time, saying so, when the store did not do it (it may time out on a busy machine:
+# a ZooKeeper ledger of thousands of entries is deleted one by one); setting is idempotent.
+stock_set() {
+    local try
+    for try in 1 2; do
+        [ "$try" = 1 ] || { echo "${0##*/}: setting the stock again" >&2; sleep 1; }
+        "$DEPLOY_DIR/stock" "$@" --run-dir "$RUN_DIR" > /dev/null && return 0
+    done
+    return 1
+}

@@ -141,7 +141,10 @@ static int fence_run(struct db_store *ds, struct lock_client *lc, struct store_b
     sql_init(&q, sql, sizeof(sql));
     sql_add(&q, "START TRANSACTION");
     if (ds_run(ds, c, &q, NULL, 0, NULL, &derr) != DB_OK) {
-        ds_fail_all(&derr, "START TRANSACTION", b->rqs, b->n);
+        if (derr.fault == DB_E_LOST)   /* nothing of the sale was sent yet */
+            sale_set_all(b->rqs, b->n, SALE_STORE_DOWN, derr.msg);
+        else
+            ds_fail_all(&derr, "START TRANSACTION", b->rqs, b->n);
         return *wrote = WROTE_NOT_SOLD, LOCK_ERROR;
     }
     if ((st = lock_grant_fence(lc, b->g, c, release, &err)) == LOCK_OK)
