@@ -4,8 +4,9 @@
 #   make test             install what is missing, build, run every test
 #   make demo             install what is missing, build, show the evolution on local stacks:
 #                         each version's flaw and the next one's fix, in under 4 minutes
-#                         (FULL=1: every row, 15 to 20 minutes, test hosts and a Redis
-#                         Cluster included; LIVE=1: watch it on the live page,
+#                         (FULL=1: every row, two at a time where they may share the
+#                         machine, test hosts, a Redis Cluster, ZooKeeper and MariaDB
+#                         included; LIVE=1: watch it on the live page,
 #                         http://127.0.0.1:8090/live; LIVE=check: and measure that page,
 #                         open in headless Chromium)
 #   make bench            install what is missing, build, run loadtest/bench (speed, side by side)
@@ -163,7 +164,7 @@ test: deps
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@loadtest/evolution $(if $(filter 1,$(FULL)),,--demo) $(if $(filter 1,$(LIVE)),--live) $(if $(filter check,$(LIVE)),--live-check)
+	@loadtest/evolution $(if $(filter 1,$(FULL)),$(if $(LIVE),,--jobs 2),--demo) $(if $(filter 1,$(LIVE)),--live) $(if $(filter check,$(LIVE)),--live-check)
 
 bench: deps
 	@$(MAKE) --no-print-directory all
