@@ -526,6 +526,7 @@ mdb_sql() {
 db_admin() {
     local rc pw=()
     [ -z "${MYSQL_PASSWORD_FILE:-}" ] || pw=(--mysql-password-file "$MYSQL_PASSWORD_FILE")
+    [ -z "${MYSQL_DIR:-}" ] || pw+=(--mysql-user inventory)   # the run's own server's user
     { in_net "${SERVICE_BIN:-${DEPLOY_DIR%/*}/build/inventory-service}" --mysql "$MYSQL_CONNECT" \
           "${pw[@]}" "$@" 2>&1 1>&3 3>&- | grep -v '^[0-9TZ:-]* INFO ' >&2
       rc=${PIPESTATUS[0]}; } 3>&1

@@ -397,8 +397,8 @@ int lock_lease_try(struct lock_client *lc, struct lock_grant *g, const char *now
                         "SELECT GREATEST(lock_until - %s, 0) FROM leases WHERE name=%s",
                         q.item, q.owner, now, lc->cfg.ttl_ms, q.item, q.owner, now, now, q.item);
     lock_db_put(c, fault);
-    if (fault == DB_E_DEADLOCK)
-        return LOCK_TIMEOUT;   /* rolled back, nothing taken: tried again as refused */
+    if (fault == DB_E_DEADLOCK || fault == DB_E_LOCK_WAIT)
+        return LOCK_TIMEOUT;   /* nothing taken: tried again as refused */
     if (fault != DB_E_NONE)
         return LOCK_ERROR;
     if (res[1].affected != 1) {
@@ -408,6 +408,12 @@ int lock_lease_try(struct lock_client *lc, struct lock_grant *g, const char *now
     g->token = fenced ? res[1].insert_id : 0;
     /* Counted from before the statement was sent: never later than the row's own end. */
     return lock_db_hold(lc, g, g->acquired_ms + lc->cfg.ttl_ms, NULL, err);
+}
+
+void lock_lease_forget(struct lock_client *lc, struct lock_grant *g, int sure)
+{
+    (void)sure;
+    lock_db_unhold(lc, g, NULL);
 }
 
 /* Gives one hold back; the last frees the row, only while it names g's owner: LOCK_OK, or

@@ -110,6 +110,9 @@ int lock_lease_release(struct lock_client *lc, struct lock_grant *g, struct lock
                        struct error *err);
 int lock_lease_renew(struct lock_client *lc, const struct lock_grant *g, const char *now,
                      struct error *err);
+/* lock_ops.forget: g given back by the caller's transaction (v14's fence), or given up on
+ * (sure 0: lock_abandon): forgotten here; a row still ours runs out with its lease. */
+void lock_lease_forget(struct lock_client *lc, struct lock_grant *g, int sure);
 
 /* --- lock/wait.c: the wait policies. --- */
 int lock_wait_init(struct lock_client *lc, struct error *err);

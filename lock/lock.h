@@ -270,7 +270,8 @@ int lock_release(struct lock_client *lc, struct lock_grant *g, struct rd_batch *
  * may still run, and a release on a new connection could overtake it (the next holder's
  * write landing before it). The lease runs out instead: the watchdog stops renewing it,
  * the next local waiter gets its turn to try, and the thread's next grant is under a new
- * owner id. A lock kept in the process is simply released. */
+ * owner id; so for a lease kept in the database (v13, v14). A lock with no lease (in the
+ * process, v12's row, v15's transaction) is released. */
 void lock_abandon(struct lock_client *lc, struct lock_grant *g);
 /* 1 when the lease is known to be lost: the keep-alive's renewal was refused, or the
  * lease's time ran out. */

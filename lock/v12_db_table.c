@@ -41,7 +41,7 @@ static int v12_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
     else if (fault == DB_E_NONE)
         fault = DB_E_DUP;   /* held */
     lock_db_put(c, fault);
-    if (fault == DB_E_DUP || fault == DB_E_DEADLOCK)
+    if (fault == DB_E_DUP || fault == DB_E_DEADLOCK || fault == DB_E_LOCK_WAIT)
         return LOCK_TIMEOUT;
     if (fault != DB_E_NONE)
         return LOCK_ERROR;

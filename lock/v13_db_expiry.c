@@ -53,6 +53,7 @@ const struct lock_ops lock_v13 = {
     .release = lock_lease_release,
     .renew = v13_renew,
     .wait = LOCK_WAIT_POLL,
+    .forget = lock_lease_forget,   /* a grant given up on: its lease runs out */
     .retry_ms = 100,   /* as Spring Integration's JdbcLockRegistry polls */
     .keepalive = 1,
 };

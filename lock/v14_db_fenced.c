@@ -58,15 +58,6 @@ static int v14_fence(struct lock_client *lc, const struct lock_grant *g, struct 
     return res[0].found && strcmp(res[0].vals[0], g->owner) == 0 ? LOCK_OK : LOCK_NOT_OWNER;
 }
 
-/* The caller's transaction gave g back (its fence's release committed), or may have (sure
- * 0: its COMMIT's answer was lost): forgotten here; a row still ours runs out with its
- * lease. */
-static void v14_forget(struct lock_client *lc, struct lock_grant *g, int sure)
-{
-    (void)sure;
-    lock_db_unhold(lc, g, NULL);
-}
-
 /* v13 on one clock, its sale's write fenced by the database itself. */
 const struct lock_ops lock_v14 = {
     .name = "v14",
@@ -86,5 +77,5 @@ const struct lock_ops lock_v14 = {
     .retry_ms = 100,   /* as Spring Integration's JdbcLockRegistry polls */
     .keepalive = 1,
     .fence = v14_fence,
-    .forget = v14_forget,
+    .forget = lock_lease_forget,
 };

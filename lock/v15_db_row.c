@@ -105,7 +105,9 @@ static int v15_try_acquire(struct lock_client *lc, struct lock_grant *g, long wa
         error_set(err, FAULT_PROTOCOL, "v15: the row of %s went as it was made", g->item);
     }
     lock_db_put(c, fault);
-    return fault == DB_E_LOCK_WAIT ? LOCK_TIMEOUT : LOCK_ERROR;
+    /* A lock wait run out, or (Galera) a holder aborted by a write applied from another
+     * node: refused, nothing taken. */
+    return fault == DB_E_LOCK_WAIT || fault == DB_E_DEADLOCK ? LOCK_TIMEOUT : LOCK_ERROR;
 }
 
 /* Gives one hold back; the last rolls its transaction back (nothing written in it: a store

@@ -71,7 +71,8 @@ check_eq "  the password is in no process's argv (ps -eo args)" 0 \
 check "  nor in a log, pid file or stack.env" \
     bash -c '! grep -qF -f "$1/mysql/password" "$1"/*.log "$1"/*.pid "$1/stack.env"' _ "$RUN"
 check "  the instances got it by file (--mysql-password-file)" \
-    grep -q -- "--mysql 127.0.0.1:$MPORT --mysql-password-file $RUN/mysql/password" <(argv_of $(run_pids))
+    grep -q -- "--mysql 127.0.0.1:$MPORT --mysql-user inventory --mysql-password-file $RUN/mysql/password" \
+    <(argv_of $(run_pids))
 check "db_admin --set-stock 5" db_admin --set-stock 5 --item mdep
 check_eq "a sale through nginx (atomic): 200, remaining 4" "200 atomic 4" \
     "$(nginx_sale mdep) $(jq -r '"\(.lock) \(.remaining)"' "$T_TMP/body")"

@@ -36,7 +36,7 @@ static void usage_where(FILE *out)
         "                      At start it waits up to the session timeout for the ensemble\n"
         "  --zk-session-ms T   with --zookeeper: the session timeout asked for (default 10000;\n"
         "                      the ensemble clamps it to 2 to 20 ticks): v11's lease\n"
-        "  --mysql HOST:PORT   instead of Redis: the stock in this MariaDB (or MySQL) server,\n"
+        "  --mysql HOST:PORT   instead of Redis: the stock in this MariaDB server (10.3 on),\n"
         "                      tables items, orders, idem_keys, probes (made when missing), and\n"
         "                      the lock of v12 to v15 too; --lock v12 to v15 or atomic only. A\n"
         "                      server down at start is no error: sales answer 503 until it is up\n"

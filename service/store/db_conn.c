@@ -23,7 +23,7 @@ static const char *const schema[] = {
     "CREATE TABLE IF NOT EXISTS idem_keys (k VARCHAR(64) NOT NULL PRIMARY KEY, "
     "item VARCHAR(64) NOT NULL, at DATETIME(6) NOT NULL DEFAULT NOW(6)) ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS probes (item VARCHAR(64) NOT NULL PRIMARY KEY, "
-    "id VARCHAR(96) NOT NULL DEFAULT '', overlaps BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+    "id VARCHAR(200) NOT NULL DEFAULT '', overlaps BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
     "SELECT item, stock, sold FROM items LIMIT 0",
     "SELECT id, item, request_id, status, remaining, token, instance, at FROM orders LIMIT 0",
     "SELECT k, item, at FROM idem_keys LIMIT 0",

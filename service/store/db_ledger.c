@@ -81,7 +81,9 @@ static int settle_look(struct db_store *ds, struct db_conn *c, unsigned long old
         ds_number(&r[2], 0, &rows) != 0)
         return -1;
     up = uptime_ms(&r[0]);
-    if (alive > 0 && up >= 0 && up > clock_now_ms() - sent_ms + 1000) {
+    if (alive > 0 && up < 0)
+        return 2;   /* the old connection may be this server's: look again */
+    if (alive > 0 && up > clock_now_ms() - sent_ms + 1000) {
         /* The same server, the old connection still there: its transaction may still
          * commit. Killed, it rolls back (or has committed by then). */
         sql_init(&q, sql, sizeof(sql));

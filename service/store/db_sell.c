@@ -123,7 +123,8 @@ enum wrote {
 static int lock_fault_is_down(const struct error *err)
 {
     if (err->fault == FAULT_REPLY)
-        return strcmp(err->code, "lock_wait") == 0 || strcmp(err->code, "deadlock") == 0;
+        return strcmp(err->code, "lock_wait") == 0 || strcmp(err->code, "deadlock") == 0 ||
+               strcmp(err->code, "no_table") == 0 || strcmp(err->code, "no_database") == 0;
     return fault_is_io(err->fault) || err->fault == FAULT_CONNECT || err->fault == FAULT_AUTH;
 }
 
