@@ -22,8 +22,8 @@ check_eq "--workers 0: bad usage" 2 "$rc"
 "$BIN" --help > "$T_TMP/help"
 for f in --wait --combine --workers --list-versions; do check "--help explains $f" grep -q -- "$f" "$T_TMP/help"; done
 "$BIN" --list-versions > "$T_TMP/versions"
-check_eq "--list-versions: v1-v11, none and atomic" 13 "$(wc -l < "$T_TMP/versions")"
-check_eq "  four tab-separated fields each" 13 "$(awk -F'\t' 'NF == 4' "$T_TMP/versions" | wc -l)"
+check_eq "--list-versions: v1-v15, none and atomic" 17 "$(wc -l < "$T_TMP/versions")"
+check_eq "  four tab-separated fields each" 17 "$(awk -F'\t' 'NF == 4' "$T_TMP/versions" | wc -l)"
 check_eq "  v8's row" "v8	watchdog" "$(awk -F'\t' '$1 == "v8" { print $1 "\t" $2 }' "$T_TMP/versions")"
 
 # --- a batch under one grant ----------------------------------------------------------

@@ -173,8 +173,9 @@ check "Redis failing: failover, redis-crash*, sentinel-*, cluster-*, clock-jump-
     test -z "$(awk '$2 ~ /^(failover.*|redis-crash.*|sentinel-.*|cluster-.*|clock-jump-redis|master-down|quorum-lost)$/ && $4 != "redis"' "$T_TMP/rows")"
 check "ZooKeeper failing: zk-* (its leader killed, a partition)" \
     test -z "$(awk '$2 ~ /^zk-/ && $4 != "zookeeper"' "$T_TMP/rows")"
-check "MariaDB failing: db-crash* (mariadbd killed), in MariaDB" \
-    test -z "$(awk '($2 ~ /^db-/) != ($4 == "database") || ($4 == "database" && $5 != "mysql")' "$T_TMP/rows")"
+check "MariaDB failing: db-crash* (mariadbd killed) in MariaDB, galera-* on test hosts" \
+    test -z "$(awk '($2 ~ /^(db|galera)-/) != ($4 == "database") ||
+                    ($2 ~ /^db-/ && $5 != "mysql") || ($2 ~ /^galera-/ && $5 != "hosts")' "$T_TMP/rows")"
 check_eq "every row is one of the four" "$(wc -l < "$T_TMP/rows")" \
     "$(awk '$4 == "lock" || $4 == "redis" || $4 == "zookeeper" || $4 == "database"' "$T_TMP/rows" | wc -l)"
 check_eq "the rows in MariaDB: v12..v15's and atomic's there, and --quick runs them all" \
@@ -223,7 +224,7 @@ check_eq "the demo: every flaw row has its fix: a later version's safe row of it
 check_eq "the demo: each flaw row is a flaw row of the full list" "" \
     "$(awk '$3 == "flaw"' "$T_TMP/demo.rows" | while read -r l s _; do grep -q "^$l *$s *flaw" "$T_TMP/rows" || echo "$l $s"; done)"
 check "the demo names what it left to FULL=1 and why" grep -q "The demo ran 28 of the $(wc -l < "$T_TMP/rows") rows; make demo FULL=1 runs every row" "$T_TMP/demo.list"
-check "  the rows on test hosts, as too long" grep -q '30 rows on test hosts (network namespaces, root only), too long for the demo' "$T_TMP/demo.list"
+check "  the rows on test hosts, as too long" grep -q '35 rows on test hosts (network namespaces, root only), too long for the demo' "$T_TMP/demo.list"
 check "  the rows on a Redis Cluster, as too long" grep -q '4 rows on a Redis Cluster (six nodes), too long for the demo' "$T_TMP/demo.list"
 check "  v11's other rows, left for time" grep -q "rows more of the lessons of v11 on its ZooKeeper ensemble, left for time" "$T_TMP/demo.list"
 check "  the other rows in MariaDB, left for time" grep -q "14 rows more of the lessons in MariaDB (its loads, nested, clock-ahead, mariadbd killed)," "$T_TMP/demo.list"

@@ -139,8 +139,11 @@ static void test_registry(void)
     int n = 0;
     for (const struct lock_ops *const *v = lock_versions(); *v; v++)
         n += (*v)->title != NULL && (*v)->flaw != NULL && (*v)->try_acquire && (*v)->release;
-    /* v1-v11 and none; the atomic baseline is the service's (it takes no lock). */
-    test_cond("registry lists twelve locks with title, flaw and a store", n == 12);
+    /* v1-v15 and none; the atomic baseline is the service's (it takes no lock). */
+    test_cond("registry lists sixteen locks with title, flaw and a store", n == 16);
+    test_cond("registry: v12-v15 keep their lock in the database; v14 fences in its transaction",
+              lock_find("v12")->database && lock_find("v15")->database && lock_find("v14")->fence &&
+              !lock_find("v13")->fence && lock_find("db-row") == lock_find("v15"));
     test_cond("registry: v11 (zookeeper) guards the write with its node, and can be given back by it",
               lock_find("zookeeper") == lock_find("v11") && lock_find("v11")->guard &&
               lock_find("v11")->forget && lock_find("v11")->lost && !lock_find("v11")->keepalive);

@@ -48,9 +48,10 @@
 #   lock" at once, each on its node (the probe counts it). Galera settles some of the
 #   conflicts at commit (certification: the later writer is rolled back, 1213, its sale
 #   answered 503), not all: a transaction is certified against the writes its node had
-#   not applied when it commits, not when it read, so a sale that read the stock just
-#   before the other node's write was applied writes a stale stock and passes: a unit sold
-#   twice, the stock above what was sold (oversold, as loadtest/run counts it). v14's lease
+#   not applied when it commits, not when it read, so a sale that read the stock plainly
+#   just before the other node's write was applied would write a stale stock and pass: a
+#   unit sold twice. The store reads the stock's row FOR UPDATE in v15's transaction: the
+#   write applied from the other node then aborts the reader (1213, 503). v14's lease
 #   row is written when taken, so the take is certified, and its node has applied every
 #   earlier sale before the take commits: one seller at a time.
 #   Reported: sales tried and answered 503 store_unavailable (their share), the

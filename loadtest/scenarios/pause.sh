@@ -148,8 +148,8 @@ pause_on_database() {
         held=$(db_trx_holding) || held=none
     fi
     sleep_until $(( t_stop + pause * 1000000 ))
+    t_cont=$(mono_now_ns)   # before the resume: a sale it lets through is after the pause
     kill -CONT "$pid"
-    t_cont=$(mono_now_ns)
     wait "$load_pid" 2>/dev/null
     bg_wait
     sampler_stop
