@@ -253,21 +253,12 @@ static void probe_leave(struct db_store *ds, const struct store_batch *b)
 /* The lock's own transaction (v15) after the batch: a write's COMMIT gave the lock back
  * (its ROLLBACK after a failure, or its connection gone, too); without a write the
  * release ends it, or the grant stays held. */
-static enum store_sold held_end(struct db_store *ds, struct lock_client *lc,
-                                struct store_batch *b, enum wrote wrote, int broken,
-                                int release, int *released)
+static enum store_sold held_end(struct lock_client *lc, struct store_batch *b,
+                                enum wrote wrote, int release, int *released)
 {
     struct error err = { 0 };
 
-    if (b->write) {
-        if (!broken && db_in_transaction(lock_grant_db(lc, b->g))) {
-            char sql[16];
-            struct sql q;
-            struct db_error why;
-            sql_init(&q, sql, sizeof(sql));
-            sql_add(&q, "ROLLBACK");
-            ds_run(ds, lock_grant_db(lc, b->g), &q, NULL, 0, NULL, &why);
-        }
+    if (b->write) {   /* (a transaction left open is rolled back as v15 puts c back) */
         *released = lock_release_done(lc, b->g, wrote != WROTE_UNKNOWN);
         return STORE_RELEASED;
     }
@@ -326,7 +317,7 @@ enum store_sold ds_sell(struct store *s, struct lock_client *lc, struct store_ba
         probe_leave(ds, b);
     }
     if (held)
-        return held_end(ds, lc, b, wrote, broken, release, released);
+        return held_end(lc, b, wrote, release, released);
     if (c)
         db_put(c, broken);
     return grant_end(lc, b, wrote, release, gives, released);
