@@ -71,6 +71,8 @@ static int header_apply(struct answer *a, const char *line, size_t len, int *has
     else if (header_is(line, len, "Connection", &v, &vl) && vl == 10 &&
              strncasecmp(v, "keep-alive", 10) == 0)
         a->close = 0;
+    else if (header_is(line, len, "Retry-After", &v, &vl))
+        a->retry_after = 1;
     return 0;
 }
 

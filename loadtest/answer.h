@@ -23,6 +23,7 @@ struct answer {
     size_t head_len;            /* the head through its blank line; 0 until it all came */
     int status;                 /* 100..599, once head_len is set */
     int close;                  /* 1: the server closes the connection after this answer */
+    int retry_after;            /* 1: the head has a Retry-After header */
     enum answer_body kind;
     size_t length;              /* Content-Length (ANSWER_LENGTH) */
     size_t body_off;            /* the body, once complete: body_len bytes at buf + body_off */

@@ -132,6 +132,7 @@ static void request_end(struct load_run *r, const struct load_conn *c, int statu
     if (status != 0) {
         q.body = c->in + c->ans.body_off;
         q.body_len = c->ans.body_len;
+        q.retry_after = c->ans.retry_after;
     }
     r->in_flight--;
     load_record_request(&r->rec, &q);

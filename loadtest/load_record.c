@@ -68,6 +68,10 @@ static void history_write(struct load_record *rec, const struct load_request *q,
         json_object_set(line, "instance", v);
     if (json_is_integer(v = json_object_get(body, "token")))
         json_object_set(line, "token", v);
+    if (json_is_string(v = json_object_get(body, "request_id")))
+        json_object_set(line, "request_id", v);
+    if (q->retry_after)
+        json_object_set_new(line, "retry_after", json_true());
     json_object_set_new(line, "conn", json_integer(q->conn));
     if (json_dumpf(line, rec->history, JSON_COMPACT) != 0 || fputc('\n', rec->history) == EOF)
         rec->history_failed = 1;

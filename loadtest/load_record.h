@@ -33,6 +33,7 @@ struct load_request {
     int64_t start_ns, end_ns;       /* first byte written; answer complete (or given up) */
     int64_t due_ns;                 /* --rate: when it was due, its latency's start (0: none) */
     int status;                     /* 0: no answer */
+    int retry_after;                /* 1: the answer said Retry-After */
     const char *body;               /* the answer's body (JSON or not), or NULL */
     size_t body_len;
     const char *item;
