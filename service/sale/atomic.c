@@ -170,8 +170,9 @@ static void atomic_stop(void)
 const struct engine engine_atomic = {
     .name = "atomic",
     .alias = "script",
-    .title = "the whole sale in one Lua script, no lock",
-    .flaw = "none for one key; no room for work outside Redis",
+    .title = "the whole sale in one step of the store, no lock: a Lua script in Redis,"
+             " one UPDATE in MariaDB",
+    .flaw = "none for one item; no room for work outside the store",
     .locked = 0,
     .event_loop = 1,
     .start = atomic_start,
