@@ -3,7 +3,8 @@
 #
 # In the database (v12..v15, or atomic there; deploy/up --mysql: a server the stack
 # started, which the scenario kills and starts again by its pid file). Load through nginx
-# (wrk, 16 connections), every answer recorded (status, error, request id, Retry-After).
+# (build/sale-load, 16 keep-alive connections), every answer in a history (its times,
+# status, error, request id, whether it said Retry-After).
 # The server's flush setting is set to the scenario's first (SET GLOBAL, read back):
 #   db-crash         1: every commit written and synced to disk before it is answered
 #                       (InnoDB's default)
@@ -21,11 +22,12 @@
 # Verdict: the flaw when an acknowledged sale was lost, more 200s were answered than the
 # stock (SCN_OVERSOLD, counted from the answers), the database's own books do not add up
 # (sold + stock = the stock at the start, a row of orders per unit sold), an answer was
-# other than 200, 409 or 503 with Retry-After (or none came at all), or no sale went
-# through after the restart.
+# other than 200, 409 or 503 with Retry-After (or none came at all), no sale went
+# through after the restart, or the history checker (loadtest/check-history, against the
+# items row and the orders) finds the history impossible or a unit sold twice.
 # Rows in loadtest/evolution: v14 db-crash and db-crash-flush2 do not show it,
-# db-crash-flush0 does. (now_ms, mysql_kill9, mysql_restart: deploy/lib.sh's; crash_sale,
-# db_*: lib.sh's.)
+# db-crash-flush0 does. (now_ms, mono_now_ns, mysql_kill9, mysql_restart,
+# sale_load_summary: deploy/lib.sh's; history_judge, first_sale_after, db_*: lib.sh's.)
 
 # A stock that lasts a few seconds of load.
 defaults_db_crash="ttl=2000 wait=3000 stock=600"
@@ -44,7 +46,7 @@ db_flush_set() {
 }
 # db_crash_abort WHY: the scenario cannot go on: its load and sampler stop; fails.
 db_crash_abort() {
-    kill "$LOAD_PID" 2>/dev/null
+    kill -INT "$LOAD_PID" 2>/dev/null
     bg_wait
     sampler_stop
     SCN_OBSERVED=$1
@@ -56,92 +58,100 @@ db_crash_abort() {
 db_crash_play() {
     local flush=$1; shift
     local "$@"
-    local rec=$dir/answers- t_kill t_start t_up t_ok=-1 kill_at sold_out=1 how
+    local hist=$dir/history.jsonl t_kill t_start t_up t_start_ns kill_at sold_out=1 how s0
     stack_read "$stack" || return 1
     db_playable || return 1
+    [ -x "$BUILD_DIR/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
     mysql_ours >/dev/null ||
         { SCN_OBSERVED="not played: the stack's mariadbd does not run"; return 1; }
     if ! db_flush_set "$flush"; then
         SCN_OBSERVED="not played: the server did not take innodb_flush_log_at_trx_commit=$flush"
         return 1
     fi
-    : > "$dir/answers-curl"
+    mono_start
     sampler_start "$dir" "$item"
-    load_bg "$dir" "$item" "$NGINX_PORT" 16 120 "" crash "$rec"
+    "$BUILD_DIR/sale-load" --url "http://127.0.0.1:$NGINX_PORT/inventory/sale?item=$item" \
+        -c 16 -d 120 --history "$hist" > "$dir/load.out" 2>&1 &
+    LOAD_PID=$!
+    BG_PIDS="$BG_PIDS $!"
     kill_at=$(( stock / 3 ))
     wait_until 60 "$LOAD_PID" sold_at_least "$item" "$kill_at" ||
         { db_crash_abort "the load did not sell $kill_at"; return 1; }
     mysql_kill9 2>/dev/null || { db_crash_abort "the server could not be killed"; return 1; }
     t_kill=$(now_ms)
     sleep 1
-    t_start=$(now_ms)
+    t_start=$(now_ms) t_start_ns=$(mono_now_ns)
     mysql_restart 2>/dev/null ||
         { db_crash_abort "the server did not start again from its files"; return 1; }
     t_up=$(now_ms)
     db_probe_clear "$item"
     db_flush_set "$flush" || true     # (as before the kill; my.cnf says the stack's)
-    # Recovery: the first sale through nginx that the database answers (wrk's go on).
-    wait_until 30 "" crash_sale "$dir" "$item" && t_ok=$(now_ms)
-    # The rest of the stock sells; then a moment of 409s; then wrk stops (SIGINT: its summary).
+    # Recovery: a sale the database counts after its restart (the load goes on), then the
+    # rest of the stock; then a moment of 409s; then the load stops (SIGINT: its summary).
+    s0=$(sold_now "$item")
+    wait_until 30 "$LOAD_PID" sold_at_least "$item" $(( s0 + 1 )) || true
     wait_until 60 "$LOAD_PID" sold_out_now "$item" || sold_out=0
     sleep 0.3
     kill -INT "$LOAD_PID" 2>/dev/null
     bg_wait
     sampler_stop
     how="mariadbd (innodb_flush_log_at_trx_commit $flush) killed -9 at $kill_at+ sold,"
-    how="$how restarted $(( t_start - t_kill )) ms later, up in $(( t_up - t_start )) ms, first"
-    if [ "$t_ok" -ge 0 ]; then how="$how sale $(( t_ok - t_start )) ms after the restart"
-    else how="$how sale never"; fi
-    how="$how (the instances not restarted);$([ "$sold_out" = 1 ] || echo " not sold out;")"
-    db_crash_judge "$dir" "$item" "$stock" "$rec" "$t_ok" "$how"
+    how="$how restarted $(( t_start - t_kill )) ms later, up in $(( t_up - t_start )) ms,"
+    how="$how$([ "$sold_out" = 1 ] || echo " not sold out,")"
+    db_crash_judge "$dir" "$item" "$stock" "$hist" "$t_start_ns" "$how"
 }
 
-# db_crash_judge DIR ITEM STOCK REC T_OK HOW: the run's answers (wrk's record REC<thread>,
-# crash_sale's DIR/answers-curl) against ITEM's orders rows and its items row (from STOCK),
-# T_OK the first sale after the restart (-1: none); sets SCN_FLAW, SCN_LOST, SCN_OVERSOLD
-# and SCN_OBSERVED (HOW, then what was lost). Fails when the record is not whole or the
-# database cannot be read.
+# db_crash_judge DIR ITEM STOCK HISTORY T_NS HOW: the run's answers (sale-load's HISTORY,
+# its summary in DIR/load.out) against ITEM's orders rows and its items row (from STOCK),
+# judged by the history checker too (scenarios/lib.sh's history_judge); T_NS the restart
+# (mono_now_ns); sets SCN_FLAW, SCN_LOST, SCN_OVERSOLD and SCN_OBSERVED (HOW, then what
+# was lost). Fails when the record is not whole or the database cannot be read.
 db_crash_judge() {
-    local dir=$1 item=$2 stock=$3 rec=$4 t_ok=$5 how=$6 answered acked lost landed oversold
-    local bad gone counts books=yes by_status
-    cat "$rec"* > "$dir/answers"
-    # The record is whole: wrk's one summary counts as many answers as its thread wrote.
-    answered=$(grep -h '^{' "$dir/wrk-crash.out" |
-        jq -s 'if length == 1 then .[0].requests else -1 end')
-    if [ "$answered" != "$(wc -l < "${rec}1")" ] || [ "$answered" -le 0 ]; then
-        SCN_OBSERVED="wrk's summary ($answered answers) and its record ($(wc -l < "${rec}1") lines)"
-        SCN_OBSERVED="$SCN_OBSERVED disagree"
+    local dir=$1 item=$2 stock=$3 hist=$4 t_ns=$5 how=$6 answered acked lost landed books=yes
+    local bad gone counts first oversold
+    # The record is whole: the load's summary counts as many requests as its history holds.
+    answered=$(grep -h '^{' "$dir/load.out" | tail -n 1 | jq '.requests // -1')
+    if [ "${answered:--1}" != "$(wc -l < "$hist")" ] || [ "${answered:--1}" -le 0 ]; then
+        SCN_OBSERVED="the load's summary ($answered requests) and its history"
+        SCN_OBSERVED="$SCN_OBSERVED ($(wc -l < "$hist") lines) disagree"
         return 1
     fi
+    sale_load_summary "$dir/load.out" > "$dir/wrk-crash.out"
     # What the clients were told, and what the database's orders hold.
-    awk '$1 == 200 && $3 != "-" { print $3 }' "$dir/answers" | sort > "$dir/acked"
+    jq -r 'select(.status == 200 and .request_id) | .request_id' "$hist" | sort > "$dir/acked"
     db_sql "SELECT request_id FROM inventory.orders WHERE item = $(db_lit "$item") AND
             status = 200" > "$dir/ledger-ids.raw" ||
         { SCN_OBSERVED="the database's orders could not be read"; return 1; }
     sort "$dir/ledger-ids.raw" > "$dir/ledger-ids"
-    acked=$(awk '$1 == 200' "$dir/answers" | wc -l)
+    acked=$(jq -s 'map(select(.status == 200)) | length' "$hist")
     lost=$(comm -23 "$dir/acked" "$dir/ledger-ids" | wc -l)
     landed=$(comm -13 "$dir/acked" "$dir/ledger-ids" | wc -l)
     counts=$(item_counts "$item") ||
         { SCN_OBSERVED="the stock of $item could not be read"; return 1; }
     set -- $counts                       # stock sold ledger
     [ $(( $1 + $2 )) = "$stock" ] && [ "$3" = "$2" ] || books="NO (stock $1, sold $2, orders $3)"
+    history_judge "$item" "$stock" "$hist" "$t_ns" || return 1
+    [ "$LOST" -le "$lost" ] || lost=$LOST
+    # Oversold: more 200s than the stock fell by, or the books' own (sold beyond the stock).
     oversold=$(( acked - (stock - $1) ))
+    [ "$oversold" -ge "$OVERSOLD" ] || oversold=$OVERSOLD
     [ "$oversold" -gt 0 ] || oversold=0
-    # Anything but 200, 409 and 503 with Retry-After; an answer without a request id; and
-    # requests wrk saw fail without an answer.
-    bad=$(awk '!($1 == 200 || $1 == 409 || ($1 == 503 && $4 == 1)) || ($1 == 200 && $3 == "-")' \
-        "$dir/answers" | wc -l)
-    gone=$(jq -s 'map(.socket_errors + .timeouts) | add // 0' <(grep -h '^{' "$dir"/wrk-crash.out))
-    by_status=$(awk '{ n[$1 ($1 == 503 ? " " $2 : "")]++ }
-        END { for (k in n) printf "%s x %d\n", k, n[k] }' "$dir/answers" |
-        sort | paste -sd, - | sed 's/,/, /g')
+    # Anything but 200, 409 and 503 with Retry-After; a 200 without a request id; and
+    # requests that got no answer at all.
+    bad=$(jq -s 'map(select((.status == 200 and (.request_id | not)) or (.status != 0 and
+        .status != 200 and .status != 409 and (.status != 503 or (.retry_after | not)))))
+        | length' "$hist")
+    gone=$(jq -s 'map(select(.status == 0)) | length' "$hist")
+    first=$(first_sale_after "$hist" "$t_ns" answered)
     SCN_OVERSOLD=$oversold SCN_LOST=$lost
-    SCN_FLAW=0
-    [ "$lost" = 0 ] && [ "$oversold" = 0 ] && [ "$books" = yes ] && [ "$bad" = 0 ] &&
-        [ "$gone" = 0 ] && [ "$t_ok" -ge 0 ] || SCN_FLAW=1
-    SCN_OBSERVED="$how $acked answered 200 from a stock of $stock: $lost acknowledged sales lost"
-    SCN_OBSERVED="$SCN_OBSERVED (no orders row), oversold $oversold, $landed sales landed without"
-    SCN_OBSERVED="$SCN_OBSERVED a 200; the books add up (sold + stock, a row per unit): $books;"
-    SCN_OBSERVED="$SCN_OBSERVED answers: $by_status; $bad other answers, $gone without one"
+    SCN_FLAW=$(( SCN_FLAW || lost > 0 || bad > 0 || gone > 0 || first < 0 ))
+    [ "$books" = yes ] || SCN_FLAW=1
+    if [ "$first" -ge 0 ]; then how="$how first sale $first ms after the restart"
+    else how="$how no sale after the restart"; fi
+    SCN_OBSERVED="$how (the instances not restarted); $acked answered 200 from a stock of"
+    SCN_OBSERVED="$SCN_OBSERVED $stock: $lost acknowledged sales lost (no orders row),"
+    SCN_OBSERVED="$SCN_OBSERVED oversold $oversold, sold twice $SOLD_TWICE, $landed sales"
+    SCN_OBSERVED="$SCN_OBSERVED landed without a 200; the books add up (sold + stock, a row per"
+    SCN_OBSERVED="$SCN_OBSERVED unit): $books; history $VERDICT; answers $(history_answers "$hist");"
+    SCN_OBSERVED="$SCN_OBSERVED $bad other answers, $gone without one"
 }
