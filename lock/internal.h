@@ -149,6 +149,10 @@ void lock_owner_failed(struct lock_client *lc, const struct lock_grant *g, enum 
 /* Before a try: the client's abandoned locks go back (the store's release under their
  * owner, never another's lock) while a master answers. How many Redis still held. */
 int lock_owner_give_back(struct lock_client *lc);
+/* 1 when the client keeps abandoned locks that a walk (lock_owner_give_back) would give
+ * back now: a waiter then sleeps no longer than a poll, for it is the walk's only caller
+ * while every thread waits (and the lock it waits for may be one of them). */
+int lock_owner_due(struct lock_client *lc);
 
 /* --- lock/keepalive.c: the watchdog, for any store with renew. --- */
 int lock_keepalive_init(struct lock_client *lc, struct error *err);

@@ -533,6 +533,19 @@ static enum give walk_one(struct lock_client *lc, struct lock_abandoned *a, long
     return r;
 }
 
+int lock_owner_due(struct lock_client *lc)
+{
+    struct owners *o = lc->owner_state;
+    long long changes, opens;
+
+    if (o == NULL || atomic_load(&o->count) == 0)
+        return 0;
+    changes = rd_client_changes(lc->redis);
+    opens = rd_client_opens(lc->redis);
+    return atomic_load(&o->fresh) || atomic_load(&o->walked) != changes ||
+           (atomic_load(&o->walked_opens) != opens && atomic_load(&o->unanswered_n) > 0);
+}
+
 /* The client's abandoned locks go back before a try, the unanswered ones first, by the one
  * thread that takes the walk (another finds it taken and goes on to its try). Each is kept
  * until its lease is over in any case, and given back again whenever the client has seen a
@@ -547,13 +560,7 @@ int lock_owner_give_back(struct lock_client *lc)
     long long changes, opens;
     int given = 0, failed = 0, io = 0, kept;
 
-    if (o == NULL || atomic_load(&o->count) == 0)
-        return 0;
-    /* Read before anything is sent: a change while the walk runs makes another. */
-    changes = rd_client_changes(lc->redis);
-    opens = rd_client_opens(lc->redis);
-    if (!atomic_load(&o->fresh) && atomic_load(&o->walked) == changes &&
-        (atomic_load(&o->walked_opens) == opens || atomic_load(&o->unanswered_n) == 0))
+    if (!lock_owner_due(lc))
         return 0;
     if (pthread_mutex_trylock(&o->giving) != 0)
         return 0;
