@@ -128,8 +128,8 @@ void lock_wait_released(struct lock_client *lc, struct lock_grant *g);
 /* --- lock/queue.c: what a release tells the waiters (notify; nothing otherwise). --- */
 /* Before the store's release: the notification that rides after it (PUBLISH). */
 void notify_releasing(struct lock_client *lc, const struct lock_grant *g, struct rd_batch *notice);
-/* A lock of key was given back by owner (owner.c): its local first waiter tries now (we
- * do not hear our own messages). */
+/* A lock of key was given back by owner.c, or kept there to be given back: its local
+ * first waiter tries now (we do not hear our own messages; a try gives back first). */
 void notify_given_back(struct lock_client *lc, const char *key);
 
 /* --- lock/owner.c: owner ids, and the locks given up on without an answer. --- */

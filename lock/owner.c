@@ -365,9 +365,12 @@ static void kept_trim(struct owners *o, struct kept *k, int most)
  * it may push the oldest out of. */
 static void owner_keep(struct lock_abandoned *a)
 {
-    struct owners *o = a->lc->owner_state;
+    struct lock_client *lc = a->lc;
+    struct owners *o = lc->owner_state;
     struct kept *k = a->answered ? &o->answered : &o->unanswered;
+    char key[sizeof(a->g.key)];
 
+    memcpy(key, a->g.key, sizeof(key));   /* (a may be trimmed away below) */
     pthread_mutex_lock(&o->mu);
     kept_push(k, a);
     atomic_fetch_add(&o->count, 1);
@@ -375,6 +378,9 @@ static void owner_keep(struct lock_abandoned *a)
     kept_trim(o, k, a->answered ? ANSWERED_MAX : UNANSWERED_MAX);
     atomic_store(&o->unanswered_n, o->unanswered.n);
     pthread_mutex_unlock(&o->mu);
+    /* A waiter of ours asleep on that lock (its last try was refused before it was kept)
+     * wakes to try again, and a try gives it back first. */
+    notify_given_back(lc, key);
 }
 
 /* The thread holds nothing under its id any more: its id is retired (its next grant
