@@ -53,8 +53,11 @@ async function sale(res, item, requestId) {
         r = await redis.sale(`stock:{${item}}`, `sold:{${item}}`, `orders:{${item}}`,
                              o.name, 1, 0, requestId);
     } catch (e) {
+        const code = String(e.message).split(' ')[0];   // the script's error's first word
+        if (code === 'unknown_item' || code === 'bad_stock')
+            return answer(res, code === 'unknown_item' ? 404 : 500, { ok: false, error: code });
         res.setHeader('Retry-After', '1');
-        return answer(res, 503, { ok: false, error: 'redis_unavailable', message: String(e.message) });
+        return answer(res, 503, { ok: false, error: 'redis_unavailable' });
     }
     if (r[0] === 1)
         return answer(res, 200, { ok: true, item, remaining: r[1], instance: o.name,
@@ -63,7 +66,12 @@ async function sale(res, item, requestId) {
 }
 
 const server = http.createServer((req, res) => {
-    const u = new URL(req.url, 'http://x');
+    let u;
+    try {
+        u = new URL(req.url, 'http://x');
+    } catch (e) {
+        return answer(res, 400, { ok: false, error: 'bad_request' });
+    }
     if (req.method !== 'GET')
         return answer(res, 405, { ok: false, error: 'method_not_allowed' });
     if (u.pathname === '/health')
@@ -72,7 +80,7 @@ const server = http.createServer((req, res) => {
     if (u.pathname !== '/inventory/sale')
         return answer(res, 404, { ok: false, error: 'not_found' });
     const item = u.searchParams.get('item');
-    if (!item || !/^[A-Za-z0-9_.:-]{1,64}$/.test(item))
+    if (!item || !/^[A-Za-z0-9_.-]{1,64}$/.test(item))
         return answer(res, 400, { ok: false, error: 'bad_item' });
     const given = req.headers['x-request-id'];
     sale(res, item, typeof given === 'string' && /^[\w.:=+/-]{1,64}$/.test(given) ?
@@ -81,4 +89,7 @@ const server = http.createServer((req, res) => {
 server.keepAliveTimeout = 120000;
 server.listen(Number(o.port), o.bind);
 for (const sig of ['SIGINT', 'SIGTERM'])
-    process.on(sig, () => server.close(() => redis.quit().finally(() => process.exit(0))));
+    process.on(sig, () => {
+        server.close(() => redis.quit().finally(() => process.exit(0)));
+        server.closeIdleConnections();   // nginx's idle keep-alive connections
+    });
