@@ -38,7 +38,7 @@ static void usage(FILE *f)
           "                      \"item\":\"I\",\"key\":\"...\",\"instance\":\"...\",\"token\":T,\"conn\":C,\n"
           "                      \"request_id\":\"...\",\"retry_after\":true};\n"
           "                     monotonic ns of the first byte sent and of the whole answer;\n"
-          "                     status 0: no answer; conn: the connection (0..CONNS-1) it went on;\n"
+          "                     status 0: no answer; conn: its connection (0..CONNS-1);\n"
           "                     retry_after: only when the answer had a Retry-After header\n"
           "  --keys             send a unique Idempotency-Key with each request (PID-CONN-SEQ)\n"
           "  --timeout-ms MS    wait at most MS for an answer, also after SECONDS (default 10000)\n"

@@ -57,6 +57,11 @@ cat "$T_TMP/a.jsonl" "$T_TMP/b.jsonl" >"$T_TMP/ab.jsonl"
 H=$T_TMP/ab.jsonl
 check "every line parses, with start_ns <= end_ns, a status and an item" well_formed "$H"
 check "every 200 carries remaining and instance" answered_200 "$H"
+check "every answer carries the body's request_id, each its own" \
+    jq -e -s 'map(select(.status > 0)) | (all(.[]; .request_id | type == "string")
+        and (map(.request_id) | unique | length) == length)' "$H"
+check_eq "no 200 or 409 says retry_after (the service sends Retry-After with 503s only)" 0 \
+    "$(jq -s 'map(select(.retry_after)) | length' "$H")"
 check "both instances sold (inv-a and inv-b in the 200s)" \
     sh -c "jq -r 'select(.status == 200) | .instance' $H | sort -u | tr '\n' ' ' | grep -qx 'inv-a inv-b '"
 check_eq "the whole stock sold: $S 200s" $S "$(status_count "$H" 200)"
