@@ -645,6 +645,41 @@ static void *timed_rival_main(void *arg)
     return NULL;
 }
 
+/* A waiter refused by a lock its own client abandoned (its release refused by Redis:
+ * NOREPLICAS) does not sleep out its wait: only a try gives an abandoned lock back, so
+ * while a give-back is due a refused waiter tries again after retry_ms, and takes the
+ * lock as soon as Redis takes the give-back (after a failover every thread may be such a
+ * waiter). */
+static void test_abandoned_waiter(void)
+{
+    redisContext *c = connect_redis();
+    struct lock_client *lc = client_wait("v8", 20000, 10, LOCK_WAIT_NOTIFY, "test-a");
+    struct lock_grant g;
+    struct error err;
+    struct timed_rival rv = { lc, 5000, -1, 0, 0 };
+    pthread_t t;
+    int st;
+
+    key_del(c);
+    st = lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
+    freeReplyObject(redisCommand(c, "CONFIG SET min-replicas-to-write 1"));
+    if (st == LOCK_OK)
+        st = lock_release(lc, &g, NULL, NULL, &err);
+    test_cond("a release refused (NOREPLICAS): the lock kept to be given back",
+              st == LOCK_ERROR && key_exists(c) && atomic_load(&lc->abandoned) == 1);
+    pthread_create(&t, NULL, timed_rival_main, &rv);
+    clock_sleep_ms(300);       /* the other thread's give-back and try refused: it waits */
+    freeReplyObject(redisCommand(c, "CONFIG SET min-replicas-to-write 0"));
+    pthread_join(t, NULL);
+    test_cond("  a waiter of the same client takes it soon after Redis takes the give-back,"
+              " not at its 5 s deadline",
+              rv.status == LOCK_OK && rv.waited_ms >= 250 && rv.waited_ms < 1500 &&
+                  atomic_load(&lc->given_back) == 1);
+    printf("       (waited %lld ms)\n", rv.waited_ms);
+    client_free(lc);
+    redisFree(c);
+}
+
 /* Waiting by notification: a release wakes the waiter at once, where polling sleeps out
  * its retry interval; a release that sends no message (a lease that simply expires)
  * costs at most the holder's remaining lease; threads of a process take turns in order. */
@@ -1028,6 +1063,7 @@ int main(int argc, char **argv)
     test_fenced();
     test_scripts_and_errors();
     test_notify();
+    test_abandoned_waiter();
     test_wanted();
     test_riders();
     if (master_ports[0])
