@@ -143,7 +143,7 @@ static struct MHD_Daemon *daemon_start(const struct sockaddr_in *addr)
                             NULL, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)addr,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)svc.max_conns,
                             MHD_OPTION_CONNECTION_TIMEOUT, 120u,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
                             MHD_OPTION_THREAD_STACK_SIZE, (size_t)(loop ? 0 : 512 * 1024),
                             MHD_OPTION_NOTIFY_COMPLETED, http_completed, NULL,
                             MHD_OPTION_END);
