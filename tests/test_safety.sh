@@ -170,6 +170,11 @@ for lock in "atomic" "v8" "v8 --combine 8"; do
     check_eq "$lock: ... with 200 slow clients connected, a sale still answers 200" 200 \
         "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P/inventory/sale?item=g")"
     check "$lock: ... and the instance lives" running "$pid"
+    # Within the limit: a request whose headers take 8 KB (a browser's cookies) is served.
+    ok8=$( { printf 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n'
+             for i in $(seq 100); do printf 'X-Cookie-%03d: %070d\r\n' "$i" 0; done
+             printf '\r\n'; } | send "$P")
+    check_eq "$lock: a request with 8 KB of headers is served" 200 "$ok8"
     for sp in $slow_pids; do kill "$sp" 2>/dev/null; done
     for sp in $slow_pids; do wait "$sp" 2>/dev/null; done
     kill "$pid"; wait "$pid" 2>/dev/null
