@@ -117,7 +117,7 @@ static void usage_instance(FILE *out)
         "                      refused); a lock version without --combine gives each its own\n"
         "                      thread. Other limits: a connection idle (or stalled mid-request)\n"
         "                      for 120 s is closed; a request line and headers must fit in\n"
-        "                      32 KB (else 414 or 431); a body is read and ignored\n"
+        "                      about 9 KB (else 414 or 431); a body is read and ignored\n"
         "  --no-events         do not publish the lock's and the sales' events (events:{I}, for\n"
         "                      the live page /live; default: published, at no cost while no page\n"
         "                      listens to an item). Not with --zookeeper, --mysql (no channel)\n"
