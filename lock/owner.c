@@ -559,19 +559,36 @@ int lock_owner_due(struct lock_client *lc)
  * still has it). One that Redis refuses waits for the next try; when no master answers
  * (or, for redlock, too few), the rest wait with it. Returns how many Redis still held (and
  * now let go); cheap when there is nothing to do. */
+static int walk(struct lock_client *lc, struct owners *o, int *failed_out);
+
 int lock_owner_give_back(struct lock_client *lc)
 {
     struct owners *o = lc->owner_state;
-    struct kept todo[2], left[2] = { { 0 }, { 0 } };
-    long long changes, opens;
-    int given = 0, failed = 0, io = 0, kept;
+    int given, failed = 0;
 
     if (!lock_owner_due(lc))
         return 0;
     if (pthread_mutex_trylock(&o->giving) != 0)
         return 0;
-    changes = rd_client_changes(lc->redis);   /* again: another walk may have ended since */
-    opens = rd_client_opens(lc->redis);
+    given = walk(lc, o, &failed);
+    /* Locks kept while it walked (another thread's hand-over, which found the walk taken)
+     * are walked now too, a few times at most: the thread that would have walked them has
+     * gone on to its try, and there may be no try after it. */
+    for (int again = 0; again < 3 && !failed && atomic_load(&o->fresh); again++)
+        given += walk(lc, o, &failed);
+    pthread_mutex_unlock(&o->giving);
+    return given;
+}
+
+/* One walk of lock_owner_give_back's, with o->giving held; *failed: a give-back failed. */
+static int walk(struct lock_client *lc, struct owners *o, int *failed_out)
+{
+    struct kept todo[2], left[2] = { { 0 }, { 0 } };
+    long long changes, opens;
+    int given = 0, failed = 0, io = 0, kept;
+
+    changes = rd_client_changes(lc->redis);   /* read with the walk taken: a change while */
+    opens = rd_client_opens(lc->redis);       /* it runs makes another */
     pthread_mutex_lock(&o->mu);
     todo[0] = o->unanswered, todo[1] = o->answered;
     o->unanswered = o->answered = (struct kept){ 0 };
@@ -607,6 +624,6 @@ int lock_owner_give_back(struct lock_client *lc)
     pthread_mutex_unlock(&o->mu);
     atomic_store(&o->walked_opens, opens);
     atomic_store(&o->walked, failed ? -1 : changes);   /* one failed: the next try walks */
-    pthread_mutex_unlock(&o->giving);
+    *failed_out = failed;
     return given;
 }
