@@ -135,6 +135,10 @@ void notify_given_back(struct lock_client *lc, const char *key);
 /* --- lock/owner.c: owner ids, and the locks given up on without an answer. --- */
 int lock_owner_init(struct lock_client *lc, struct error *err);
 void lock_owner_destroy(struct lock_client *lc);
+/* The client's give-back thread (for stores that keep abandoned locks), started once the
+ * rest is up; stopped first (lock_owner_destroy stops it too). */
+int lock_owner_start(struct lock_client *lc, struct error *err);
+void lock_owner_stop(struct lock_client *lc);
 /* "<instance id>:<thread number>" into owner: the calling thread's id. */
 void lock_owner_id(struct lock_client *lc, char *owner, size_t size);
 /* The calling thread got a grant; gave g back (whatever the release returned; answered:

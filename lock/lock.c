@@ -71,8 +71,8 @@ static int config_copy(struct lock_config *to, const struct lock_config *cfg,
     return LOCK_OK;
 }
 
-/* Starts the store, the wait policy and the keep-alive, in that order; on a failure
- * stops what it started. */
+/* Starts the store, the wait policy, the keep-alive and the give-back thread, in that
+ * order; on a failure stops what it started. */
 static int parts_start(struct lock_client *lc, struct error *err)
 {
     const struct lock_ops *ops = lc->ops;
@@ -85,8 +85,13 @@ static int parts_start(struct lock_client *lc, struct error *err)
         goto out_owner;
     if (ops->keepalive && lock_keepalive_init(lc, err) != LOCK_OK)
         goto out_wait;
+    if (lock_owner_start(lc, err) != LOCK_OK)
+        goto out_keepalive;
     return LOCK_OK;
 
+out_keepalive:
+    if (ops->keepalive)
+        lock_keepalive_destroy(lc);
 out_wait:
     lock_wait_destroy(lc);
 out_owner:
@@ -134,6 +139,7 @@ void lock_client_destroy(struct lock_client *lc)
 {
     if (lc == NULL)
         return;
+    lock_owner_stop(lc);
     if (lc->ops->keepalive)
         lock_keepalive_destroy(lc);
     lock_wait_destroy(lc);

@@ -38,6 +38,13 @@
  * does not compare the owner atomically (v3, v4: a plain DEL; v5: GET, then DEL) keep
  * nothing. A client is destroyed only when no thread holds a grant of it.
  *
+ * The walk that gives them back runs before any thread's try, and on a thread of the
+ * client's own every GIVER_TICK_MS (lock_owner_start): a lock this instance abandoned
+ * must not wait for a sale to reach this instance. Behind nginx the other instance may
+ * get every sale while this one gets none (the load over, a user's one request at a
+ * time): its waiters waited out their deadline (3 s and more after Redis answered)
+ * for a lock only a try of ours would give back.
+ *
  * The two kinds are kept apart, and the unanswered ones go back first: Redis most likely
  * holds a lock whose try or release was never answered, and seldom one whose release was
  * answered. One bound for both let the answered releases of a crash (up to 256 at each
@@ -48,13 +55,15 @@
  */
 #include "lock/internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { PENDING_MAX = 8, UNANSWERED_MAX = 4096, ANSWERED_MAX = 1024, RECENT_SHARDS = 16,
-       RECENT_MAX = 16, OWN_RECENT_MAX = 8 };
+       RECENT_MAX = 16, OWN_RECENT_MAX = 8,
+       GIVER_TICK_MS = 50 };   /* the giver's walk, at most this long after Redis answers */
 
 /* A lock Redis may still hold in our name: enough of its grant for the store's release. */
 struct lock_abandoned {
@@ -99,9 +108,17 @@ struct owners {
         int n, next;
     } recent[RECENT_SHARDS];
     atomic_llong changes_seen;    /* rd_client_changes() when the ring was last looked at */
+    /* The giver: a thread that looks at the ring and walks the lists every GIVER_TICK_MS
+     * (cheap when nothing is due: a few atomic reads). */
+    pthread_mutex_t giver_mu;     /* guards giver_stopping */
+    pthread_cond_t giver_cv;
+    int giver_stopping;
+    int giver_started;
+    pthread_t giver;
 };
 
 static void owner_keep(struct lock_abandoned *a);
+static void recent_suspect(struct lock_client *lc);
 static void outcome(struct lock_abandoned *a, atomic_llong *what);
 static struct lock_abandoned *abandoned_new(struct lock_client *lc, const struct lock_abandoned *a);
 
@@ -155,8 +172,58 @@ int lock_owner_init(struct lock_client *lc, struct error *err)
     for (int i = 0; i < RECENT_SHARDS; i++)
         pthread_mutex_init(&o->recent[i].mu, NULL);
     atomic_init(&o->changes_seen, lc->redis ? rd_client_changes(lc->redis) : 0);
+    pthread_mutex_init(&o->giver_mu, NULL);
+    clock_cond_init_monotonic(&o->giver_cv);
     lc->owner_state = o;
     return LOCK_OK;
+}
+
+static void *giver_main(void *arg)
+{
+    struct lock_client *lc = arg;
+    struct owners *o = lc->owner_state;
+
+    pthread_mutex_lock(&o->giver_mu);
+    while (!o->giver_stopping) {
+        struct timespec until = clock_monotonic_at(clock_now_ms() + GIVER_TICK_MS);
+        while (!o->giver_stopping &&
+               pthread_cond_timedwait(&o->giver_cv, &o->giver_mu, &until) != ETIMEDOUT)
+            ;
+        if (o->giver_stopping)
+            break;
+        pthread_mutex_unlock(&o->giver_mu);
+        recent_suspect(lc);
+        lock_owner_give_back(lc);
+        pthread_mutex_lock(&o->giver_mu);
+    }
+    pthread_mutex_unlock(&o->giver_mu);
+    return NULL;
+}
+
+int lock_owner_start(struct lock_client *lc, struct error *err)
+{
+    struct owners *o = lc->owner_state;
+
+    if (lc->redis == NULL || !lc->ops->checks_owner)
+        return LOCK_OK;   /* nothing is ever kept */
+    if (pthread_create(&o->giver, NULL, giver_main, lc) != 0)
+        return error_set(err, FAULT_NOMEM, "cannot start the give-back thread");
+    o->giver_started = 1;
+    return LOCK_OK;
+}
+
+void lock_owner_stop(struct lock_client *lc)
+{
+    struct owners *o = lc->owner_state;
+
+    if (o == NULL || !o->giver_started)
+        return;
+    pthread_mutex_lock(&o->giver_mu);
+    o->giver_stopping = 1;
+    pthread_cond_signal(&o->giver_cv);
+    pthread_mutex_unlock(&o->giver_mu);
+    pthread_join(o->giver, NULL);
+    o->giver_started = 0;
 }
 
 void lock_owner_destroy(struct lock_client *lc)
@@ -165,6 +232,7 @@ void lock_owner_destroy(struct lock_client *lc)
 
     if (o == NULL)
         return;
+    lock_owner_stop(lc);
     for (struct kept *k = &o->unanswered; k; k = k == &o->unanswered ? &o->answered : NULL)
         while (k->head) {
             struct lock_abandoned *next = k->head->next;
@@ -173,6 +241,8 @@ void lock_owner_destroy(struct lock_client *lc)
         }
     pthread_mutex_destroy(&o->mu);
     pthread_mutex_destroy(&o->giving);
+    pthread_mutex_destroy(&o->giver_mu);
+    pthread_cond_destroy(&o->giver_cv);
     for (int i = 0; i < RECENT_SHARDS; i++)
         pthread_mutex_destroy(&o->recent[i].mu);
     free(o);

@@ -680,6 +680,42 @@ static void test_abandoned_waiter(void)
     redisFree(c);
 }
 
+/* A lock one client abandoned (its release refused: NOREPLICAS), while another client (the
+ * other instance) waits for it and no thread of the first tries again: behind nginx every
+ * sale may go to the other instance. The first client's own thread gives it back once
+ * Redis takes it, and the waiter is told: without it, the waiter waited out its 5 s. */
+static void test_abandoned_no_try(void)
+{
+    redisContext *c = connect_redis();
+    struct lock_client *owner = client_wait("v8", 20000, 10, LOCK_WAIT_NOTIFY, "test-a");
+    struct lock_client *other = client_wait("v8", 20000, 10, LOCK_WAIT_NOTIFY, "test-b");
+    struct lock_grant g;
+    struct error err;
+    struct timed_rival rv = { other, 5000, -1, 0, 0 };
+    pthread_t t;
+    int st;
+
+    key_del(c);
+    st = lock_acquire(owner, ITEM, 1000, &g, NULL, &err);
+    freeReplyObject(redisCommand(c, "CONFIG SET min-replicas-to-write 1"));
+    if (st == LOCK_OK)
+        st = lock_release(owner, &g, NULL, NULL, &err);
+    test_cond("abandoned, no try after it: the release refused, the lock kept to be given back",
+              st == LOCK_ERROR && key_exists(c) && atomic_load(&owner->abandoned) == 1);
+    pthread_create(&t, NULL, timed_rival_main, &rv);
+    clock_sleep_ms(300);       /* the other client's try refused: it waits */
+    freeReplyObject(redisCommand(c, "CONFIG SET min-replicas-to-write 0"));
+    pthread_join(t, NULL);
+    test_cond("  given back by its client's own thread soon after Redis takes it; the other"
+              " client's waiter takes it, not at its 5 s deadline",
+              rv.status == LOCK_OK && rv.waited_ms >= 250 && rv.waited_ms < 1500 &&
+                  atomic_load(&owner->given_back) == 1);
+    printf("       (waited %lld ms)\n", rv.waited_ms);
+    client_free(other);
+    client_free(owner);
+    redisFree(c);
+}
+
 /* Waiting by notification: a release wakes the waiter at once, where polling sleeps out
  * its retry interval; a release that sends no message (a lease that simply expires)
  * costs at most the holder's remaining lease; threads of a process take turns in order. */
@@ -1064,6 +1100,7 @@ int main(int argc, char **argv)
     test_scripts_and_errors();
     test_notify();
     test_abandoned_waiter();
+    test_abandoned_no_try();
     test_wanted();
     test_riders();
     if (master_ports[0])
