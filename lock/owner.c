@@ -13,8 +13,8 @@
  *     under a new id, never inside the abandoned one;
  *   - the abandoned lock is kept here, and given back (below: the store's release,
  *     a compare-and-delete on that owner, never another's lock) before the next try of
- *     any thread of this client, as soon as a master (the old one restarted, or a
- *     promoted replica) answers; and kept until its lease is surely over, to be given
+ *     any thread of this client, and by its give-back thread, as soon as a master (the
+ *     old one restarted, or a promoted replica) answers; and kept until its lease is surely over, to be given
  *     back again whenever the client has seen a change since (a dropped connection, a
  *     new master: a second failover, a restart, can bring back a copy of the data that
  *     still has it) and, as long as it is one that was never answered, whenever the

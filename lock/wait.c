@@ -12,8 +12,9 @@
  *         the count moves: a release between its try and its sleep still wakes it. It
  *         never sleeps past the holder's remaining lease (a lost message costs at most
  *         that), and while the subscriber is disconnected it polls, as it does while
- *         the client has an abandoned lock to give back (owner.c: only a try gives
- *         back, and it may be the very lock every thread waits for).
+ *         the client has an abandoned lock to give back (owner.c: a try gives back
+ *         first, sooner than the client's give-back thread, and it may be the very lock
+ *         every thread waits for).
  *         On Redis Cluster the channels are sharded (SPUBLISH; one SSUBSCRIBE per key
  *         waited on, on the node of its slot, made by the subscriber thread within
  *         SHARD_POLL_MS of the first wait; until Redis confirms it, that key's waiters
@@ -159,7 +160,7 @@ static int notify_try_loop(struct lock_client *lc, struct notify *n, struct key_
             return st;
         /* Subscribed, a message will come; else poll. Never past the holder's lease. Nor
          * while a walk is due: the lock may be one this client abandoned (a crash, a
-         * failover), which only a try gives back, and every thread may be waiting. */
+         * failover), which a try gives back first, and every thread may be waiting. */
         until = now + (notify_listened(n, q) && !lock_owner_due(lc) ? lc->cfg.ttl_ms
                                                                      : lc->cfg.retry_ms);
         if (g->retry_in_ms > 0 && now + g->retry_in_ms < until)

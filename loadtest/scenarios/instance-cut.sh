@@ -264,6 +264,13 @@ cut_judge() {
         SCN_OBSERVED="not played: B held the lock $(rel_ms "$cut_ns" "$(us_to_ns "$taken")") ms after the cut was asked, before A's lease ran out on Redis ($(rel_ms "$cut_ns" "$(us_to_ns "$end")") ms): A let it go, its write in before the cut was in place ($(rel_ms "$cut_ns" "$cut_done_ns") ms)"
         return 1
     fi
+    # Nor did it when A's sale answered before the heal was asked: an answer that came
+    # through the cut was written before the cut was in place (a busy machine: the cut
+    # asked late into the work, or slow to be in place).
+    if [ "$long_ns" -lt "$heal_ns" ]; then
+        SCN_OBSERVED="not played: A's sale answered $(rel_ms "$cut_ns" "$long_ns") ms after the cut was asked, before the heal ($(rel_ms "$cut_ns" "$heal_ns") ms): its write went before the cut was in place ($(rel_ms "$cut_ns" "$cut_done_ns") ms; A's sale inside $(rel_ms "$cut_ns" "$first_ns") ms): this machine is too slow for this lease (try a longer --ttl-ms)"
+        return 1
+    fi
     history_judge "$item" "$stock" "$hist" "$cut_ns" || return 1
     SCN_OBSERVED="A's sale inside $(rel_ms "$cut_ns" "$first_ns") ms; $CUT_HOST cut from $CUT_FROM (in place $(rel_ms "$cut_ns" "$cut_done_ns") ms), healed $(rel_ms "$cut_ns" "$heal_ns") ms (in place $(rel_ms "$cut_ns" "$heal_done_ns") ms), lease $ttl ms: $(cut_lease_line "$dir" "$ttl" "$cut_ns" "$owner") $(cut_a_line "$dir" "$cut_ns" "$heal_ns") A's sale answered $(rel_ms "$cut_ns" "$long_ns") ms: $(cut_long_answer "$dir"); overlaps $OVERLAPS; oversold $OVERSOLD; history $VERDICT; acknowledged sales lost $LOST; sold twice $SOLD_TWICE; lease_lost answers $(jq -s '[.[] | select(.error == "lease_lost")] | length' "$hist"); longest with no sale $GAP_MS ms (from $GAP_FROM_MS ms after the cut); answers $(history_answers "$hist")"
 }
