@@ -112,9 +112,11 @@ check_eq "  nothing sold, the grant given back" "17 3 3 0" "$(item_state -p "$R1
 # A v8 sale holds the lock while both replicas follow (they get the grant); they are cut
 # before its release, so the master's DEL never reaches them; the master is killed and a
 # replica promoted, holding the lock in A's name for the rest of its lease although A let
-# go and was told so. A's grants after the failover give it back (a connection dropped
+# go and was told so. A gives it back once it reaches the new master (a connection dropped
 # since marks the client's last answered releases as perhaps lost, whichever thread made
-# them): B sells the item before that lease would have run out. Twice: with one combined
+# them; its give-back thread or its next grant gives them back): B sells the item before
+# that lease would have run out. A is stopped (SIGSTOP) while the sentinels promote, so
+# that the promoted replica is seen holding the lock before A gives it back. Twice: with one combined
 # worker (the thread that let g go sells next), and with a thread per connection (the
 # thread that let g go ended with its connection; another gives g back).
 lost_release() {   # lost_release LABEL FLAG...: the scenario on instance A started with FLAG...
@@ -128,6 +130,7 @@ lost_release() {   # lost_release LABEL FLAG...: the scenario on instance A star
     rcli -p "$M2" mset "$(item_key stock g)" 20 "$(item_key stock h)" 20 >/dev/null
     flags=(--sentinel "$SENTINELS" --sentinel-master shop --lock v8 --ttl-ms 10000 --wait-ms 15000 --faults)
     start_service C "${flags[@]}" "$@" --name "lost-a$label" || exit 1
+    c_pid=$SVC_PID
     start_service D "${flags[@]}" --name "lost-b$label" || exit 1
     check_eq "  v8 on Sentinel: A sells g" 200 "$(sale "$C" g)"
     curl -s -o "$T_TMP/lr.json" "http://127.0.0.1:$C/inventory/sale?item=g&work_ms=1500" &
@@ -140,11 +143,13 @@ lost_release() {   # lost_release LABEL FLAG...: the scenario on instance A star
     check "  A sold and let go (200)" jq -e '.ok == true' "$T_TMP/lr.json"
     check_eq "  the master has no lock:{g}; the cut replicas still have it" "0 1 1" \
         "$(rcli -p "$M2" exists "$(item_key lock g)") $(rcli -p "$S1" exists "$(item_key lock g)") $(rcli -p "$S2" exists "$(item_key lock g)")"
+    kill -STOP "$c_pid"
     kill -9 "$M2_PID"; wait "$M2_PID" 2>/dev/null
     another_named() { local n; n=$(named "${SENTINEL_PORTS##* }"); [ -n "$n" ] && [ "$n" != "127.0.0.1:$M2" ]; }
     check "  the master killed: the sentinels promote a replica" wait_until 20 "" another_named
     NEW=$(named "${SENTINEL_PORTS##* }"); NEW=${NEW##*:}
     left=$(rcli -p "$NEW" pttl "$(item_key lock g)"); t_left=$(date +%s%N)
+    kill -CONT "$c_pid"
     check "  the promoted replica holds A's lock on g, which A let go (PTTL ${left} ms)" test "${left:-0}" -gt 3000
     # A sells h until it has followed the failover, then once more: its grants give g back.
     sold_h=0
