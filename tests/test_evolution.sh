@@ -76,7 +76,8 @@ while IFS=$'\t' read -r lock line; do
     back=$(echo "$line" | sed -n 's/.*locks given back \([0-9]*\);.*/\1/p')
     held=$(echo "$line" | sed -n 's/.*-held \(-\{0,1\}[0-9]*\) ms;.*/\1/p')
     [ "$lock" = atomic ] || check "$lock sentinel-failover: a lock was held at the kill (a sale working in it answered 503), and on the replicas" \
-        grep -q 'working in its lock (it answered 503; the replicas had its lock: [0-9,]*1' <<< "$line" ||
+        grep -q 'working in its lock (it answered 503; the replicas had its lock: [0-9,]*1' <<< "$line"
+    grep -q 'working in its lock (it answered 503; the replicas had its lock: [0-9,]*1' <<< "$line" ||
         echo "       it said: $(grep -o 'a sale of [^;]*;[^)]*)' <<< "$line" | head -n 1)"
     check "$lock sentinel-failover: the sentinels promoted a replica (${failover:-?} ms after the kill)" test -n "$failover"
     check "  the held item sold again within 5 s of it (${held:-?} ms after the kill)" \
@@ -130,13 +131,15 @@ moment() { jq -r --arg l "$1" --arg s "$2" '.rows[] | select(.lock == $l and .sc
 check_eq "v2 load: its moment is an overlap" overlap "$(moment v2 load)"
 check_eq "v4 long-work: its moment is an overlap" overlap "$(moment v4 long-work)"
 check_eq "v5 release-gap: its moment is an overlap" overlap "$(moment v5 release-gap)"
-check "  and names the release whose DEL removed another lane's lock, marked on its lane" jq -e \
-    '[.rows[] | select(.lock == "v5" and .scenario == "release-gap") | .moment
+named_ok=no
+jq -e '[.rows[] | select(.lock == "v5" and .scenario == "release-gap") | .moment
       | .deleted.by != null and .deleted.of != null and .deleted.by != .deleted.of
         and any(.lanes[] | select(.name == $by) | .marks[]; .[1] == "deleted")] == [true]' \
-    --arg by "$(jq -r '.rows[] | select(.lock == "v5" and .scenario == "release-gap") | .moment.deleted.by' "$J")" "$J" ||
-    echo "       the moment: $(jq -c '.rows[] | select(.lock == "v5" and .scenario == "release-gap") | .moment
-        | {deleted, lanes: [.lanes[]? | {name, marks: [.marks[]? | .[1]]}]}' "$J" | cut -c 1-600)"
+    --arg by "$(jq -r '.rows[] | select(.lock == "v5" and .scenario == "release-gap") | .moment.deleted.by' "$J")" \
+    "$J" >/dev/null 2>&1 && named_ok=yes
+check_eq "  and names the release whose DEL removed another lane's lock, marked on its lane" yes "$named_ok"
+[ "$named_ok" = yes ] || echo "       the moment: $(jq -c '.rows[] | select(.lock == "v5" and .scenario == "release-gap")
+    | .moment | {deleted, lanes: [.lanes[]? | {name, marks: [.marks[]? | .[1]]}]}' "$J" | cut -c 1-600)"
 check "v8 pause's overlap (a lease that ran out, a Lua release) names no deleted lock" jq -e \
     '[.rows[] | select(.lock == "v8" and .scenario == "pause") | .moment | has("deleted")] == [false]' "$J"
 check_eq "v8 pause: its moment is an overlap (the frozen holder's)" overlap "$(moment v8 pause)"
