@@ -119,6 +119,11 @@ scenario_sentinel_failover() {
     [ -z "$work" ] || held_kill_at "$held" || { stop_bg; return 1; }
     before=$(item_get overlaps "$item")
     before=${before:-0}
+    # Whether the held lock is on the replicas: the one promoted will hold it at the start.
+    # Read just before the kill: just after it, a busy machine read them once the sentinels
+    # had promoted one, and the held sale's release (an instance that followed) had gone
+    # through to both.
+    held_on=$(for p in $REPLICA_PORTS; do rcli -p "$p" exists "$(item_key lock "$held")"; done | paste -sd, -)
     pid=$(head -n 1 "$(data_pidfile "${old##*:}")")
     kill_data_server "${old##*:}" || { SCN_OBSERVED="could not kill the master ${old}"; stop_bg; return 1; }
     wait_until 2 "" master_gone "$pid"    # (a zombie until reaped: is_ours reads its cmdline)
@@ -126,8 +131,6 @@ scenario_sentinel_failover() {
     # The sales inside the critical section at the kill never leave the overlap probe (their
     # SREM went nowhere), and the replicas have them: read them there before a promotion.
     ghosts=$(for p in $REPLICA_PORTS; do rcli -p "$p" smembers "$(item_key probe "$item")"; done | sort -u)
-    # And whether the held lock is on them: the one promoted will hold it at the start.
-    held_on=$(for p in $REPLICA_PORTS; do rcli -p "$p" exists "$(item_key lock "$held")"; done | paste -sd, -)
     # The ghosts go from the promoted replica as soon as it says it is a master, most often
     # before the sentinels announce it and the instances write there; the overlaps counted
     # until then (each entry saw a ghost) are set apart.
