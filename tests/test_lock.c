@@ -645,53 +645,22 @@ static void *timed_rival_main(void *arg)
     return NULL;
 }
 
-/* A waiter refused by a lock its own client abandoned (its release refused by Redis:
- * NOREPLICAS) does not sleep out its wait: only a try gives an abandoned lock back, so
- * while a give-back is due a refused waiter tries again after retry_ms, and takes the
- * lock as soon as Redis takes the give-back (after a failover every thread may be such a
- * waiter). */
-static void test_abandoned_waiter(void)
-{
-    redisContext *c = connect_redis();
-    struct lock_client *lc = client_wait("v8", 20000, 10, LOCK_WAIT_NOTIFY, "test-a");
-    struct lock_grant g;
-    struct error err;
-    struct timed_rival rv = { lc, 5000, -1, 0, 0 };
-    pthread_t t;
-    int st;
-
-    key_del(c);
-    st = lock_acquire(lc, ITEM, 1000, &g, NULL, &err);
-    freeReplyObject(redisCommand(c, "CONFIG SET min-replicas-to-write 1"));
-    if (st == LOCK_OK)
-        st = lock_release(lc, &g, NULL, NULL, &err);
-    test_cond("a release refused (NOREPLICAS): the lock kept to be given back",
-              st == LOCK_ERROR && key_exists(c) && atomic_load(&lc->abandoned) == 1);
-    pthread_create(&t, NULL, timed_rival_main, &rv);
-    clock_sleep_ms(300);       /* the other thread's give-back and try refused: it waits */
-    freeReplyObject(redisCommand(c, "CONFIG SET min-replicas-to-write 0"));
-    pthread_join(t, NULL);
-    test_cond("  a waiter of the same client takes it soon after Redis takes the give-back,"
-              " not at its 5 s deadline",
-              rv.status == LOCK_OK && rv.waited_ms >= 250 && rv.waited_ms < 1500 &&
-                  atomic_load(&lc->given_back) == 1);
-    printf("       (waited %lld ms)\n", rv.waited_ms);
-    client_free(lc);
-    redisFree(c);
-}
-
-/* A lock one client abandoned (its release refused: NOREPLICAS), while another client (the
- * other instance) waits for it and no thread of the first tries again: behind nginx every
- * sale may go to the other instance. The first client's own thread gives it back once
- * Redis takes it, and the waiter is told: without it, the waiter waited out its 5 s. */
-static void test_abandoned_no_try(void)
+/* A lock a client abandoned (its release refused by Redis: NOREPLICAS) while a waiter is
+ * refused by it: a waiter of the same client (after a failover every thread may be one),
+ * or of another client (the other instance, while no sale reaches this one: behind nginx
+ * every sale may go to the other). The lock is given back as soon as Redis takes it (the
+ * client's give-back thread; a refused waiter of its own also tries again after retry_ms
+ * while a give-back is due), and the waiter takes it: without both, it waited out its
+ * 5 s deadline. */
+static void abandoned_case(int other_client)
 {
     redisContext *c = connect_redis();
     struct lock_client *owner = client_wait("v8", 20000, 10, LOCK_WAIT_NOTIFY, "test-a");
-    struct lock_client *other = client_wait("v8", 20000, 10, LOCK_WAIT_NOTIFY, "test-b");
+    struct lock_client *waiter =
+        other_client ? client_wait("v8", 20000, 10, LOCK_WAIT_NOTIFY, "test-b") : owner;
     struct lock_grant g;
     struct error err;
-    struct timed_rival rv = { other, 5000, -1, 0, 0 };
+    struct timed_rival rv = { waiter, 5000, -1, 0, 0 };
     pthread_t t;
     int st;
 
@@ -700,18 +669,22 @@ static void test_abandoned_no_try(void)
     freeReplyObject(redisCommand(c, "CONFIG SET min-replicas-to-write 1"));
     if (st == LOCK_OK)
         st = lock_release(owner, &g, NULL, NULL, &err);
-    test_cond("abandoned, no try after it: the release refused, the lock kept to be given back",
+    test_cond(other_client ? "abandoned, the waiter another client's: the release refused, kept"
+                           : "a release refused (NOREPLICAS): the lock kept to be given back",
               st == LOCK_ERROR && key_exists(c) && atomic_load(&owner->abandoned) == 1);
     pthread_create(&t, NULL, timed_rival_main, &rv);
-    clock_sleep_ms(300);       /* the other client's try refused: it waits */
+    clock_sleep_ms(300);       /* the waiter's try refused (and the give-backs): it waits */
     freeReplyObject(redisCommand(c, "CONFIG SET min-replicas-to-write 0"));
     pthread_join(t, NULL);
-    test_cond("  given back by its client's own thread soon after Redis takes it; the other"
-              " client's waiter takes it, not at its 5 s deadline",
+    test_cond(other_client ? "  given back by its client's own thread once Redis takes it; the other"
+                             " client's waiter takes it, not at its 5 s deadline"
+                           : "  a waiter of the same client takes it soon after Redis takes the"
+                             " give-back, not at its 5 s deadline",
               rv.status == LOCK_OK && rv.waited_ms >= 250 && rv.waited_ms < 1500 &&
                   atomic_load(&owner->given_back) == 1);
     printf("       (waited %lld ms)\n", rv.waited_ms);
-    client_free(other);
+    if (waiter != owner)
+        client_free(waiter);
     client_free(owner);
     redisFree(c);
 }
@@ -1099,8 +1072,8 @@ int main(int argc, char **argv)
     test_fenced();
     test_scripts_and_errors();
     test_notify();
-    test_abandoned_waiter();
-    test_abandoned_no_try();
+    abandoned_case(0);
+    abandoned_case(1);
     test_wanted();
     test_riders();
     if (master_ports[0])
