@@ -58,19 +58,42 @@ max-connections=400
 EOF
 }
 
-# mysql_install DIR: the data directory DIR/data made by mariadb-install-db, once: kept
-# when an earlier start made it (DIR/installed), made afresh when one was cut short.
+# mysql_install DIR: the data directory DIR/data, once: kept when an earlier start made it
+# (DIR/installed), made afresh when one was cut short. A copy of MYSQL_TEMPLATE (default
+# build/mysql-template: made by mariadb-install-db the first time, for this mariadbd's
+# version, under a lock: stacks side by side make it once), not a new install for each
+# stack: the install took seconds a stack, and the evolution starts a server a row.
+MYSQL_TEMPLATE=${MYSQL_TEMPLATE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/mysql-template}
 mysql_install() {
-    local dir=$1 user=()
+    local dir=$1 version
     [ ! -f "$dir/installed" ] || return 0
-    [ "$(id -u)" != 0 ] || user=(--user=root)
     rm -rf "$dir/data"
     mkdir -p "$dir" || die "cannot create $dir"
+    version=$("$(mysql_server_bin)" --version 2>/dev/null)
     mark_log "$RUN_DIR/mysql.log"
-    "$MYSQL_INSTALL_BIN" --no-defaults "${user[@]}" --datadir="$dir/data" \
-        --auth-root-authentication-method=normal --skip-test-db >> "$RUN_DIR/mysql.log" 2>&1 ||
-        fail_with_log "mariadb-install-db (the data directory $dir/data)" "$RUN_DIR/mysql.log"
+    { flock 9
+      if [ "$(cat "$MYSQL_TEMPLATE/version" 2>/dev/null)" != "$version" ]; then
+          mysql_install_into "$MYSQL_TEMPLATE.new" && rm -rf "$MYSQL_TEMPLATE" &&
+              mv "$MYSQL_TEMPLATE.new" "$MYSQL_TEMPLATE" && echo "$version" > "$MYSQL_TEMPLATE/version"
+      fi
+    } 9> "$MYSQL_TEMPLATE.lock" 2>/dev/null
+    if [ "$(cat "$MYSQL_TEMPLATE/version" 2>/dev/null)" = "$version" ]; then
+        cp -a "$MYSQL_TEMPLATE/data" "$dir/data" ||
+            die "cannot copy the data directory $MYSQL_TEMPLATE/data to $dir"
+    else   # (no room for the template: build/ not writable) one of its own
+        mysql_install_into "$dir" ||
+            fail_with_log "mariadb-install-db (the data directory $dir/data)" "$RUN_DIR/mysql.log"
+    fi
     touch "$dir/installed"
+}
+# mysql_install_into DIR: mariadb-install-db's data directory in DIR/data (its output in
+# RUN_DIR/mysql.log); fails when it does.
+mysql_install_into() {
+    local user=()
+    [ "$(id -u)" != 0 ] || user=(--user=root)
+    rm -rf "$1" && mkdir -p "$1" || return 1
+    "$MYSQL_INSTALL_BIN" --no-defaults "${user[@]}" --datadir="$1/data" \
+        --auth-root-authentication-method=normal --skip-test-db >> "$RUN_DIR/mysql.log" 2>&1
 }
 
 # mysql_user DIR: the instances' user MYSQL_USER_NAME@127.0.0.1, its password in
