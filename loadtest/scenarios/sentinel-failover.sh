@@ -70,8 +70,9 @@ a_replica_promoted() {
 
 # held_kill_at HELD: once the held item HELD's sale holds its lock on the master (OLD, the
 # scenario's) and both replicas have every write so far (WAIT 2), sleeps until 1.2 s
-# after that lock was granted (its PTTL says when: the lease is ttl_ms). Fails, "not
-# played" in SCN_OBSERVED, when the replicas do not have it, or not before then.
+# after that lock was granted (its PTTL says when: the lease is ttl_ms); HELD_ON: whether
+# each replica has it ("1,1"). Fails, "not played" in SCN_OBSERVED, when the replicas do
+# not have it, or not before then.
 held_kill_at() {
     local pttl granted acked
     wait_until 3 "" held_lock_on "$old" "$1" ||
@@ -81,6 +82,11 @@ held_kill_at() {
     granted=$(( $(mono_now_ns) - (ttl_ms - ${pttl:-0}) * 1000000 ))
     [ "$acked" = 2 ] && [ "${pttl:-0}" -gt 0 ] ||
         { SCN_OBSERVED="not played: the replicas did not have the held lock (WAIT 2: $acked)"; return 1; }
+    # Whether the held lock is on each replica (the one promoted will hold it at the
+    # start): read now, while the held sale works in it, before the kill. Read after the
+    # kill, a busy machine read them once the sentinels had promoted one and the held
+    # sale's release (its instance had followed) had reached both.
+    HELD_ON=$(for p in $REPLICA_PORTS; do rcli -p "$p" exists "$(item_key lock "$1")"; done | paste -sd, -)
     [ "$(mono_now_ns)" -lt $(( granted + 1100000000 )) ] ||
         { SCN_OBSERVED="not played: the replicas had the held lock $(( ($(mono_now_ns) - granted) / 1000000 )) ms into its sale, past the kill's place (1200 ms)"; return 1; }
     sleep_until $(( granted + 1200000000 ))
@@ -119,11 +125,6 @@ scenario_sentinel_failover() {
     [ -z "$work" ] || held_kill_at "$held" || { stop_bg; return 1; }
     before=$(item_get overlaps "$item")
     before=${before:-0}
-    # Whether the held lock is on the replicas: the one promoted will hold it at the start.
-    # Read just before the kill: just after it, a busy machine read them once the sentinels
-    # had promoted one, and the held sale's release (an instance that followed) had gone
-    # through to both.
-    held_on=$(for p in $REPLICA_PORTS; do rcli -p "$p" exists "$(item_key lock "$held")"; done | paste -sd, -)
     pid=$(head -n 1 "$(data_pidfile "${old##*:}")")
     kill_data_server "${old##*:}" || { SCN_OBSERVED="could not kill the master ${old}"; stop_bg; return 1; }
     wait_until 2 "" master_gone "$pid"    # (a zombie until reaped: is_ours reads its cmdline)
@@ -165,7 +166,7 @@ scenario_sentinel_failover() {
     [ "$held_ms" -ge 0 ] && [ "$held_ms" -le $(( failover_ms + 1000 )) ] || SCN_FLAW=1
     [ "$overlaps" -le 0 ] || SCN_FLAW=1
     if [ -n "$work" ]; then
-        held_on="a sale of $held working in its lock (it answered $work_code; the replicas had its lock: $held_on)"
+        held_on="a sale of $held working in its lock (it answered $work_code; the replicas had its lock: $HELD_ON)"
     else
         held_on="a sale of $held at the kill (no lock, no work: it answered $work_code)"
     fi

@@ -56,7 +56,7 @@ zk_side_sales() {
 scenario_zk_partition() {
     local "$@"
     local cut_s=${secs:-10} before_s=3 after_s=6 hist=$dir/history.jsonl session=${ZK_SESSION:-4000}
-    local cut_ns heal_ns final verdict counts lost svc during late first_b first_a why
+    local cut_ns in_ns heal_ns final verdict counts lost svc during late first_b first_a why
     [ -x "$BUILD_DIR/sale-load" ] || { SCN_OBSERVED="build/sale-load not built (make)"; return 1; }
     why=$(zk_check) || { SCN_OBSERVED="no ZooKeeper here: $why"; return 1; }
     mapfile -t svc < <(instance_flags "$@")
@@ -65,8 +65,11 @@ scenario_zk_partition() {
     host_load "$dir" "$item" h1 $(( before_s + cut_s + after_s )) 8 A
     host_load "$dir" "$item" h2 $(( before_s + cut_s + after_s )) 8 B
     sleep "$before_s"
+    # cut_ns: when the cut was asked; in_ns: when its links were all in place (on a busy
+    # machine, a second later): "more than a session into the cut" counts from in_ns.
     cut_ns=$(mono_now_ns)
     hosts_cut "$ZK_MINORITY" "$ZK_MAJORITY"
+    in_ns=$(mono_now_ns)
     sleep_until $(( cut_ns + cut_s * 1000000000 ))
     hosts_heal
     heal_ns=$(mono_now_ns)
@@ -80,12 +83,12 @@ scenario_zk_partition() {
     [ $# = 5 ] || { SCN_OBSERVED="the history could not be summed up ($*)"; return 1; }
     lost=$(acked_lost "$stock" "$1" "$final")
     during=$(zk_side_sales "$dir/history-A.jsonl" "$cut_ns" "$heal_ns")
-    late=$(zk_side_sales "$dir/history-A.jsonl" $(( cut_ns + session * 1000000 )) "$heal_ns")
+    late=$(zk_side_sales "$dir/history-A.jsonl" $(( in_ns + session * 1000000 )) "$heal_ns")
     first_b=$(first_sale_after "$dir/history-B.jsonl" "$cut_ns" answered)
     first_a=$(first_sale_after "$dir/history-A.jsonl" "$heal_ns")
     SCN_FLAW=0
     [ "$lost" = 0 ] && [ "$5" = 0 ] && [ "$verdict" = possible ] && [ "$late" = 0 ] || SCN_FLAW=1
-    SCN_OBSERVED="cut {h1}|{h2,h3} for ${cut_s} s, sessions of $session ms: A sold $during during the cut ($late of them more than a session into it), B's first sale $first_b ms after the cut, A's first $first_a ms after the heal; history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the cut); answers $(history_answers "$dir/history-A.jsonl" "$dir/history-B.jsonl")"
+    SCN_OBSERVED="cut {h1}|{h2,h3} for ${cut_s} s (in place $(( (in_ns - cut_ns) / 1000000 )) ms after it was asked), sessions of $session ms: A sold $during during the cut ($late of them more than a session into it), B's first sale $first_b ms after the cut, A's first $first_a ms after the heal; history $verdict; acknowledged sales lost $lost; sold twice $5; longest with no sale $2 ms (from $3 ms after the cut); answers $(history_answers "$dir/history-A.jsonl" "$dir/history-B.jsonl")"
 }
 
 # --- a waiter that gives up during a cut ---------------------------------------------------
