@@ -11,8 +11,9 @@
 #
 # The files, in RUN_DIR: mysql/my.cnf (written afresh by every start: the port and the
 # flush setting may change), mysql/data (made once, a copy of the template that
-# mariadb-install-db made, and kept across starts, as ZooKeeper's data is), mysql/password (mode 600, kept with the data: the user
-# has it), mysql.pid (deploy/down's), mysql.log (the server's error log).
+# mariadb-install-db made, and kept across starts, as ZooKeeper's data is),
+# mysql/password (mode 600, kept with the data: the user has it), mysql.pid
+# (deploy/down's), mysql.log (the server's error log).
 
 MYSQL_INSTALL_BIN=${MYSQL_INSTALL_BIN:-mariadb-install-db}
 MYSQL_DB_NAME=${MYSQL_DB_NAME:-inventory}      # the user's database (the service's --mysql-db)
