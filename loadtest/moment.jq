@@ -11,7 +11,8 @@
 #    "lanes": [{"name": "inventory-8081/3", "bars": [[s, e, red]...],
 #               "marks": [[t, "renewed"|"lost"|"fenced"|"released"|"deleted"]...]}...],
 #    "deleted": {"by": LANE, "of": LANE, "at_ms": t}}     (only where it is known)
-# with every time in ms from the window's start (at_ms before the moment).
+# with every time in ms from the window's start (at_ms before the moment: 400, or more where
+# the deleting release came earlier).
 # "deleted": the overlap's first holder B lost its key before its lease ran out and
 # without giving it back, and between B's grant and the overlap the one release another
 # lane X had answered "ok" (its DEL removed a key; v5's release is GET, then DEL): X's DEL
@@ -78,7 +79,9 @@ sort_by(.t) | .[:20000] as $events
    elif $lost then {kind: "lost", t: $lost}
    else null end) as $m
 | if $m == null then null else
-    ($m.t - before_ms * 1000) as $w0
+    # the window opens before_ms before the moment, or earlier where the release that
+    # deleted the lock came earlier still (a busy machine), so that its lane is shown
+    ([$m.t - before_ms * 1000] + (if $deleted then [$deleted.t - 100000] else [] end) | min) as $w0
     | ($w0 + window_ms * 1000) as $w1
     | def ms: ((. - $w0) / 1000 | if . < 0 then 0 elif . > window_ms then window_ms else . end
                                  | . * 10 | round / 10);
@@ -94,7 +97,7 @@ sort_by(.t) | .[:20000] as $events
        | map(if $deleted and .lane == $deleted.by then .d = -1 else . end)   # X's lane shown
        | sort_by(.d) | .[:12] | map(.lane) | sort) as $names
     | [$in[] | select(.lane as $l | $names | index($l))] as $shown
-    | { kind: $m.kind, at_ms: before_ms, span_ms: window_ms,
+    | { kind: $m.kind, at_ms: ($m.t | ms), span_ms: window_ms,
         lanes: [ $names[] as $n
           | [$shown[] | select(.lane == $n)] as $mine
           | [$shown[] | select(.lane != $n)] as $others

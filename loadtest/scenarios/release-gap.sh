@@ -1,8 +1,11 @@
 # release-gap.sh - v5's flaw: release's DEL, after its lease ran out, deletes another's lock.
 #
 # A's sale (instance 1) releases slowly: its release checks ownership, then sleeps 1.5
-# TTLs before its delete. At 1.15 TTL, A's lease gone, B (instance 2, work 0.75 TTL)
-# takes the lock; at 1.6 TTL, C arrives on instance 2 while B still works.
+# TTLs before its delete; its answer comes once the delete is sent. Each step waits for
+# the event it needs, as Redis and the answers show it (each wait bounded): once A's lock
+# is seen held and then gone (its lease ran out), B (instance 2, work 0.9 TTL) is sent and
+# takes the lock; once A has answered (its delete done, B still inside), C is sent on
+# instance 2. Where an event does not come, the run is "not played".
 # Verdict: the flaw when inventory_lock_stolen_total, summed over the instances' /metrics,
 # is > 0: B found its lock deleted by another while its own lease still ran (A deleted
 # it, and C could enter beside B). v6's compare-and-delete in one Lua script cannot.
@@ -12,13 +15,22 @@ defaults_release_gap="ttl=2000 wait=10000"
 
 scenario_release_gap() {
     local "$@"
-    local a b gap=$((ttl_ms * 3 / 2)) stolen
+    local a b gap=$((ttl_ms * 3 / 2)) stolen a_pid b_pid bound_s
     stack_read "$stack" || return 1
     a=$(port_of 1); b=$(port_of 2)
-    sale_bg "$dir" "$item" "$a" "release_gap_ms=$gap"    # t=0: sells, then releases slowly
-    sleep "$(awk "BEGIN{print $ttl_ms * 1.15 / 1000}")"  # its lease has run out
-    sale_bg "$dir" "$item" "$b" "work_ms=$((ttl_ms * 3 / 4))"   # B holds from ~1.15 TTL to ~1.9 TTL
-    sleep "$(awk "BEGIN{print $ttl_ms * 0.45 / 1000}")"  # A's step runs at 1.5 TTL, B inside
+    bound_s=$(awk "BEGIN{print $ttl_ms * 3 / 1000}")
+    sale_bg "$dir" "$item" "$a" "release_gap_ms=$gap"    # A: sells, then releases slowly
+    a_pid=$!
+    if ! wait_until "$bound_s" "$a_pid" lock_held "$item" ||
+       ! wait_until "$bound_s" "$a_pid" lock_free "$item"; then
+        bg_wait; SCN_OBSERVED="not played: A's lock was not seen held, then run out, before A answered"; return 1
+    fi
+    sale_bg "$dir" "$item" "$b" "work_ms=$((ttl_ms * 9 / 10))"   # B: takes the free lock
+    b_pid=$!
+    wait "$a_pid" 2>/dev/null    # A's delete sent (curl's own bound: 60 s)
+    if pid_gone "$b_pid"; then
+        bg_wait; SCN_OBSERVED="not played: B's sale had answered before A's release was done"; return 1
+    fi
     sale_bg "$dir" "$item" "$b" ""                       # C: enters if B's lock was deleted
     bg_wait
     stolen=$(metric_sum inventory_lock_stolen_total)   # deploy/lib.sh's, over the stack's instances
