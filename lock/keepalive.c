@@ -132,6 +132,7 @@ static void *lane_main(void *arg)
     long period = w->lc->cfg.ttl_ms / 3 > 0 ? w->lc->cfg.ttl_ms / 3 : 1;
     struct timespec until;
 
+    rd_thread_past_down(1);   /* a node marked down is renewed on all the same */
     pthread_mutex_lock(&w->mu);
     while (!w->stopping) {
         until = clock_monotonic_at(clock_now_ms() + period);

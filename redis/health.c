@@ -2,15 +2,19 @@
  *
  * Marked down: once a command to a node timed out, or a connect to it failed, or calls
  * have waited on it RD_SILENT_MS with no answer from it (found by rd_key_silent, or by a
- * watch: rd_client_watch), calls for that node fail at once (RD_E_CONNECT, "marked down":
- * nothing was sent) until a probe is answered. The probe goes PROBE_GAP_MS after the node
- * was marked or the last probe failed: a thread of its own where a watch ticks (the
- * service's reaper), so that no caller waits on it; else one caller at a time goes
- * through as the probe. Any answer from the node (a probe's, or a reply to a command sent
- * before) marks it up again. Given up for silence, the gated threads' connections to it
- * are shut down: their calls fail now (a command sent may have run), not at the timeout. Only a cluster's nodes are marked (the
- * locator's marks_down): one Redis or a Sentinel's master is the whole deployment, and
- * its failures are the locator's to follow.
+ * watch: rd_client_watch; a reply come in and not yet read counts as an answer: on a
+ * busy machine the reader may not have run yet), calls for that node fail at once
+ * (RD_E_CONNECT, "marked down": nothing was sent) until a probe is answered. The probe
+ * goes PROBE_GAP_MS after the node was marked or the last probe failed: a thread of its
+ * own where a watch ticks (the service's reaper), so that no caller waits on it; else one
+ * caller at a time goes through as the probe. Any answer from the node (a probe's, or a
+ * reply to a command sent before) marks it up again. Given up for silence, the gated
+ * threads' connections to it are shut down: their calls fail now (a command sent may
+ * have run), not at the timeout. A renewal lane's calls (rd_thread_past_down) go to a
+ * node marked down all the same, bounded by their lease's deadline: a false mark (a
+ * node that stalled a moment) must not cost the leases it holds. Only a cluster's nodes
+ * are marked (the locator's marks_down): one Redis or a Sentinel's master is the whole
+ * deployment, and its failures are the locator's to follow.
  *
  * The gate: a client may cap the gated threads (rd_thread_gate: the service's sale
  * workers) inside a round trip to one node at once (rd_client_gate). A gated caller that
@@ -28,6 +32,7 @@
 #include "redis/internal.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -40,11 +45,16 @@ enum {
     GATE_WAIT_MS = RD_SILENT_MS  /* a gated caller waits this long for a node's slot */
 };
 
-static _Thread_local int thread_gated, thread_watches;
+static _Thread_local int thread_gated, thread_watches, thread_past_down;
 
 void rd_thread_gate(int on)
 {
     thread_gated = on;
+}
+
+void rd_thread_past_down(int on)
+{
+    thread_past_down = on;
 }
 
 int rd_health_watching(const struct rd_client *rc)
@@ -146,7 +156,7 @@ int rd_health_enter(struct rd_client *rc, struct rd_thread *t, int server, struc
 
     if (!rc->locator->marks_down || (t->inside & bit))
         return RD_OK;
-    if ((down = atomic_load(&h->down_ms)) != 0) {
+    if ((down = atomic_load(&h->down_ms)) != 0 && !thread_past_down) {
         int idle = 0;
         if (atomic_load(&rc->watched) || clock_now_ms() < atomic_load(&h->probe_ms) ||
             !atomic_compare_exchange_strong(&h->probing, &idle, 1)) {
@@ -268,6 +278,23 @@ static void give_up(struct rd_client *rc, int s)
     pthread_mutex_unlock(&rc->conns_mu);
 }
 
+/* 1 when a gated connection to server s has a reply come in that its thread has not
+ * read yet: s answered, and this process has not run to read it (a busy machine). */
+static int replies_unread(struct rd_client *rc, int s)
+{
+    struct pollfd fds[64];
+    nfds_t n = 0;
+    int unread;
+
+    pthread_mutex_lock(&rc->conns_mu);   /* (held: no connection closed under the poll) */
+    for (struct rd_conn *cn = rc->conns; cn && n < 64; cn = cn->next)
+        if (cn->server == s && atomic_load(&cn->gated) && cn->c)
+            fds[n++] = (struct pollfd){ .fd = cn->c->fd, .events = POLLIN };
+    unread = n > 0 && poll(fds, n, 0) > 0;
+    pthread_mutex_unlock(&rc->conns_mu);
+    return unread;
+}
+
 /* 1 when server s does not answer: marked down (and no probe may go now), a gated wait
  * gave up on it and it has not answered since, or a call has been inside it RD_SILENT_MS
  * with no answer from it meanwhile (then it is given up: give_up). */
@@ -281,7 +308,8 @@ static int silent(struct rd_client *rc, int s)
     if (atomic_load(&h->down_ms))   /* (unless a probe may go: a call goes as one) */
         return atomic_load(&rc->watched) || clock_now_ms() < atomic_load(&h->probe_ms) ||
                atomic_load(&h->probing);
-    if (calls > 0 && clock_now_ms() - (answered > since ? answered : since) > RD_SILENT_MS) {
+    if (calls > 0 && clock_now_ms() - (answered > since ? answered : since) > RD_SILENT_MS &&
+        !replies_unread(rc, s)) {
         give_up(rc, s);
         return 1;
     }

@@ -240,6 +240,11 @@ int rd_key_silent(struct rd_client *rc, const char *key);
 void rd_client_watch(struct rd_client *rc);
 /* The calling thread is one of the callers the gate counts (1) or not (0: the default). */
 void rd_thread_gate(int on);
+/* The calling thread's calls go to a node marked down all the same, each bounded by the
+ * thread's deadline (rd_thread_deadline), and an answer marks the node up: a renewal
+ * lane's (lock/keepalive.c). A node given up for a stall it came out of (a busy machine,
+ * an fsync) must not cost the leases it holds while it answers again. */
+void rd_thread_past_down(int on);
 /* Forgets the calling thread's connection (after an error the layer did not see). */
 void rd_drop(struct rd_client *rc);
 

@@ -157,12 +157,13 @@ cc_long_answer() {
 # line (SCN_OBSERVED).
 cc_judge() {
     local dir=$1 k=$2 stock=$3 cut=$4 heal=$5 locked=$6 hm=$7 cm=$8 hist=$1/history.jsonl
-    local w j verdict over=0 longs="" peak marked
+    local w j verdict over=0 longs="" peak marked healthy
     read -r -a w <<< "$(cc_windows "$dir" "$cut" "$heal")"
     read -r -a j <<< "$(items_judge "$hist" "$k" "$stock" "$dir/items")"   # oversold items ledger lost twice
     verdict=$(history_verdict "$hist" "$stock" "$dir/items")
     peak=$(cc_node_metric inventory_redis_node_workers_peak "$dir/a-metrics")
     marked=$(cc_node_metric inventory_redis_node_marked_down_total "$dir/a-metrics")
+    healthy=$(CC_CUT_MASTER=$(host_addr h2):$H_REDIS_PORT cc_node_metric inventory_redis_node_marked_down_total "$dir/a-metrics")
     SCN_OVERSOLD=${j[0]:-0}
     SCN_FLAW=0
     if [ "$locked" = 1 ]; then
@@ -175,5 +176,5 @@ cc_judge() {
     # The cut held A's other items: their p99 during it over ten times (and 100 ms over)
     # what it was before (a margin for two noisy cores; the spread shows in whole seconds).
     awk -v b="${w[0]}" -v d="${w[2]}" 'BEGIN { exit !(d > 10 * b && d > b + 100) }' && SCN_FLAW=1
-    SCN_OBSERVED="$CC_CUT_HOST (A) cut from $CC_CUT_FROM ($CC_CUT_MASTER, a master) for $(( (heal - cut) / 1000000 )) ms; ${longs}A's items on the healthy masters: p99 ${w[0]} ms before the cut (${w[1]} answers), ${w[2]} ms during it (${w[3]} sold); A's items on $CC_CUT_FROM during the cut: ${w[4]} sent, ${w[5]} sold, ${w[6]} answered 503, ${w[7]} other; the first 503 within 100 ms ${w[8]} ms after the cut, the slowest a timeout on ${w[9]} ms; $CC_CUT_FROM marked down $marked times, the most workers waiting on it $peak; acknowledged sales lost ${j[3]:-?}, sold twice ${j[4]:-?}, oversold ${j[0]:-?}; history $verdict; answers $(history_answers "$hist")"
+    SCN_OBSERVED="$CC_CUT_HOST (A) cut from $CC_CUT_FROM ($CC_CUT_MASTER, a master) for $(( (heal - cut) / 1000000 )) ms; ${longs}A's items on the healthy masters: p99 ${w[0]} ms before the cut (${w[1]} answers), ${w[2]} ms during it (${w[3]} sold); A's items on $CC_CUT_FROM during the cut: ${w[4]} sent, ${w[5]} sold, ${w[6]} answered 503, ${w[7]} other; the first 503 within 100 ms ${w[8]} ms after the cut, the slowest a timeout on ${w[9]} ms; $CC_CUT_FROM marked down $marked times (h2 $healthy), the most workers waiting on it $peak; acknowledged sales lost ${j[3]:-?}, sold twice ${j[4]:-?}, oversold ${j[0]:-?}; history $verdict; answers $(history_answers "$hist")"
 }
