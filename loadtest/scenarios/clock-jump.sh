@@ -104,8 +104,17 @@ clock_stack() {
 # a_in_probe ITEM: the probe's entry of the sale of A inside ITEM's lock now (its
 # instance's name, its owner, a sequence number), if any.
 a_in_probe() { rcli smembers "$(item_key probe "$1")" | grep '^inventory-h2:' | head -n 1; }
-# a_entered_anew ITEM OLD: a sale of A is inside the lock now, and not the one of entry OLD.
-a_entered_anew() { local m; m=$(a_in_probe "$1"); [ -n "$m" ] && [ "$m" != "$2" ]; }
+# a_entry_new ITEM OLD SECS: waits (SECS at most) until a sale of A is inside the lock,
+# and not the one of entry OLD; its entry in A_ENTRY. Fails when none came.
+a_entry_new() {
+    local end=$(( $(mono_now_ns) + $3 * 1000000000 ))
+    while [ "$(mono_now_ns)" -lt "$end" ]; do
+        A_ENTRY=$(a_in_probe "$1")
+        [ -z "$A_ENTRY" ] || [ "$A_ENTRY" = "$2" ] || return 0
+        sleep 0.02
+    done
+    return 1
+}
 
 # host_metric H NAME: the metric NAME of H's instance (nothing when it does not answer).
 host_metric() {
@@ -135,12 +144,15 @@ clock_play() {
     host_load "$dir" "$item" h2 "$total" 2 A "work_ms=$(( ttl_ms * 2 ))"
     host_load "$dir" "$item" h3 "$total" 4 B "work_ms=50"
     sleep "$before_s"
-    # Just after a sale of A entered: the whole of its work is still ahead of it.
-    wait_until "$enter_s" "" a_entered_anew "$item" "$(a_in_probe "$item")" ||
-        { bg_wait; SCN_OBSERVED="not played: no sale of A entered the lock in $enter_s s"; return 1; }
+    # Just after a sale of A entered: the whole of its work is still ahead of it. The clock
+    # moves as soon as the probe shows the entry, nothing read between (on two busy cores
+    # each read took a tenth of a second and more: a 1 s sale had left before the step).
     entry=$(a_in_probe "$item")
+    a_entry_new "$item" "$entry" "$enter_s" ||
+        { bg_wait; SCN_OBSERVED="not played: no sale of A entered the lock in $enter_s s"; return 1; }
     set_clock "$file" "$step"
     jump_ns=$(mono_now_ns)
+    entry=$A_ENTRY
     # The story needs A inside at the jump (its probe entry still there).
     if [ -z "$entry" ] || [ "$(rcli sismember "$(item_key probe "$item")" "$entry")" != 1 ]; then
         loads_stop "$dir"; bg_wait
