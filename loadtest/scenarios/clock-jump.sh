@@ -4,7 +4,9 @@
 # Test hosts (deploy/hosts; scenarios/hosts.sh):
 #   h1: the data Redis
 #   h2: instance A and its client (build/sale-load, 2 keep-alive connections; each sale
-#       works 2 TTLs inside the lock, so that its lease must be renewed to last)
+#       works 2 TTLs inside the lock, so that its lease must be renewed to last, and 2 s
+#       at least: on two busy cores each look at the probe took a tenth of a second and
+#       more, and a 1 s sale had left before the step, its run not played)
 #   h3: instance B and its client (4 connections, 50 ms of work a sale)
 #   h4, h5, h6: redlock's three lock masters, when the lock has them (v10)
 # Every answer goes into a history. A second in, as soon as a sale of A has entered the
@@ -110,6 +112,7 @@ a_entry_new() {
     local end=$(( $(mono_now_ns) + $3 * 1000000000 ))
     while [ "$(mono_now_ns)" -lt "$end" ]; do
         A_ENTRY=$(a_in_probe "$1")
+        A_SEEN_NS=$(mono_now_ns)
         [ -z "$A_ENTRY" ] || [ "$A_ENTRY" = "$2" ] || return 0
         sleep 0.02
     done
@@ -129,7 +132,7 @@ clock_play() {
     local who=$1 step=$2 clocks=$3; shift 3
     local "$@"
     local before_s=1 after_s=${secs:-10} hist=$dir/history.jsonl
-    local file=$stack/clock total enter_s jump_ns renewals lost_leases what svc entry
+    local file=$stack/clock total enter_s jump_ns renewals lost_leases what svc entry seen_ns work
     [ -x "$BUILD_DIR/sale-load" ] && [ -f "$BUILD_DIR/clockstep.so" ] ||
         { SCN_OBSERVED="build/sale-load or build/clockstep.so not built (make)"; return 1; }
     mapfile -t svc < <(instance_flags "$@")
@@ -139,9 +142,10 @@ clock_play() {
     # end after_s after the jump: loads_stop). A's two
     # connections wait for the lock among B's four: a new sale of A may take a few of its
     # sales' work to get in (on a slow machine more than one), so the wait allows three.
-    enter_s=$(( (ttl_ms * 2 * 3 + 999) / 1000 + 1 ))
+    work=$(( ttl_ms * 2 > 2000 ? ttl_ms * 2 : 2000 ))
+    enter_s=$(( (work * 3 + 999) / 1000 + 1 ))
     total=$(( before_s + enter_s + after_s ))
-    host_load "$dir" "$item" h2 "$total" 2 A "work_ms=$(( ttl_ms * 2 ))"
+    host_load "$dir" "$item" h2 "$total" 2 A "work_ms=$work"
     host_load "$dir" "$item" h3 "$total" 4 B "work_ms=50"
     sleep "$before_s"
     # Just after a sale of A entered: the whole of its work is still ahead of it. The clock
@@ -155,8 +159,9 @@ clock_play() {
     entry=$A_ENTRY
     # The story needs A inside at the jump (its probe entry still there).
     if [ -z "$entry" ] || [ "$(rcli sismember "$(item_key probe "$item")" "$entry")" != 1 ]; then
+        seen_ns=$(mono_now_ns)
         loads_stop "$dir"; bg_wait
-        SCN_OBSERVED="not played: A's sale had left the lock when the clock moved"; return 1
+        SCN_OBSERVED="not played: A's sale had left the lock when the clock moved (the entry seen, then the step $(( (jump_ns - A_SEEN_NS) / 1000000 )) ms later, and gone $(( (seen_ns - jump_ns) / 1000000 )) ms after the step)"; return 1
     fi
     # after_s of load after the jump, then the loads end (their time, total, is the most
     # the wait above could take).
@@ -180,5 +185,5 @@ clock_play() {
     else
         what="the wall clock of the Redis holding the lock (h1)"
     fi
-    SCN_OBSERVED="$what moved ${step} s as a sale of A entered the lock (lease ${ttl_ms} ms; A: 2 connections, $(( ttl_ms * 2 )) ms of work a sale; B: 4, 50 ms; load for ${after_s} s or more after the jump): overlaps $OVERLAPS; oversold $OVERSOLD; A renewed ${renewals:-?} times, lost ${lost_leases:-?} leases; history $VERDICT; acknowledged sales lost $LOST; sold twice $SOLD_TWICE; longest with no sale $GAP_MS ms (from $GAP_FROM_MS ms after the jump); answers $(history_answers "$dir/history-A.jsonl" "$dir/history-B.jsonl")"
+    SCN_OBSERVED="$what moved ${step} s as a sale of A entered the lock (lease ${ttl_ms} ms; A: 2 connections, $work ms of work a sale; B: 4, 50 ms; load for ${after_s} s or more after the jump): overlaps $OVERLAPS; oversold $OVERSOLD; A renewed ${renewals:-?} times, lost ${lost_leases:-?} leases; history $VERDICT; acknowledged sales lost $LOST; sold twice $SOLD_TWICE; longest with no sale $GAP_MS ms (from $GAP_FROM_MS ms after the jump); answers $(history_answers "$dir/history-A.jsonl" "$dir/history-B.jsonl")"
 }
