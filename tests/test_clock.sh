@@ -49,13 +49,17 @@ watchdog_case() {
     local sale_pid=$!
     wait_until 5 "" redis_says 1 exists "$(item_key lock "$item")"
     echo "-10" > "$clock.new" && mv "$clock.new" "$clock"
-    while kill -0 "$sale_pid" 2>/dev/null; do
-        p=$(rcli -p "$REDIS_PORT" pttl "$(item_key lock "$item")")
-        kill -0 "$sale_pid" 2>/dev/null || break   # released: -2 is no loss
-        [ "$p" -lt "$min" ] && min=$p
-        samples=$((samples + 1))
-        sleep 0.1
-    done
+    # The lock's PTTL every 100 ms while the sale works, by a loop at nice -10: beside
+    # other suites on two cores, each redis-cli took up to 0.7 s at nice 0 (4 samples in 3 s).
+    read -r min samples < <(renice -n -10 -p "$BASHPID" > /dev/null 2>&1
+        while ! pid_gone "$sale_pid"; do    # (a zombie is gone: the main shell is in read)
+            p=$(rcli -p "$REDIS_PORT" pttl "$(item_key lock "$item")")
+            ! pid_gone "$sale_pid" || break   # released: -2 is no loss
+            [ "$p" -lt "$min" ] && min=$p
+            samples=$((samples + 1))
+            sleep 0.1
+        done
+        echo "$min $samples")
     code=$(cat "$T_TMP/sale.code")
     renewals=$(curl -s "http://127.0.0.1:$a/metrics" | awk '$1 == "inventory_lock_renewals_total" { print $2 }')
     fake=$(date -d "$(curl -sI "http://127.0.0.1:$a/health" | tr -d '\r' | sed -n 's/^[Dd]ate: //p')" +%s)
