@@ -61,6 +61,7 @@ free_port() {
         all=$(seq "$p" $((p + span - 1)); [ "$room" = 0 ] || seq $((p + room)) $((p + room + span - 1)))
         for q in $all; do
             ! (exec 3<>"/dev/tcp/127.0.0.1/$q") 2>/dev/null || continue 2
+            ! port_drawn "$q" || continue 2
         done
         for q in $all; do port_reserve "$q" || continue 2; done
         echo "$p"
@@ -102,6 +103,14 @@ stack_up() {
         [ "$rc" = 3 ] || break
     done
     return "$rc"
+}
+# port_drawn PORT: this process (PORT_OWNER) reserved PORT already: a port it drew before,
+# whose server may not listen yet (a stack's ports are drawn before any starts: drawn twice,
+# two of its servers got one port, and the second did not start).
+port_drawn() {
+    local owner=""
+    read -r owner 2>/dev/null < "$PORT_RESERVE_DIR/$1/owner"
+    [ "$owner" = "${PORT_OWNER:-$$}" ]
 }
 # port_reserve PORT: reserves PORT for the process PORT_OWNER (default $$: the script
 # that sourced this file, also inside $(...)): a directory in PORT_RESERVE_DIR made by

@@ -64,6 +64,15 @@ mkdir -p "$RES/full"
 (cd "$RES/full" && seq 10000 "$lo" | xargs mkdir -p && for d in $(seq 10000 "$lo"); do echo "$DEAD" > "$d/owner"; done)
 check "a cluster's span is drawn among reservations whose owners are gone" \
     bash -c '. deploy/lib.sh; PORT_RESERVE_DIR=$1; p=$(free_port 10000 12) && [ "$(cat "$1/$p/owner")" = $$ ]' _ "$RES/full"
+# A process never draws a port it drew before (a stack's ports are all drawn before its
+# servers start: one drawn twice went to two of them): with every port reserved by the
+# drawing process already, free_port finds none.
+sleep 60 & ME=$!
+mkdir -p "$RES/mine"
+(cd "$RES/mine" && seq 10000 "$lo" | xargs mkdir -p && for d in $(seq 10000 "$lo"); do echo "$ME" > "$d/owner"; done)
+check "a port this process drew before is not drawn again (every port drawn: none left)" \
+    bash -c '. deploy/lib.sh; PORT_RESERVE_DIR=$1 PORT_OWNER=$2; ! free_port' _ "$RES/mine" "$ME"
+kill "$ME"; wait "$ME" 2>/dev/null
 rm -rf "$RES"
 
 NGINX_P=$(free_port); REDIS_P=$(free_port); A=$(free_port); B=$(free_port)
