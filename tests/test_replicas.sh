@@ -36,6 +36,8 @@ wait_calls() { rcli -p "$M" info commandstats | sed -n 's/^cmdstat_wait:calls=\(
 grants() { metric "$1" inventory_lock_acquisitions_total; }
 # granted PORT N: the instance on PORT has confirmed N grants or more.
 granted() { [ "$(grants "$1")" -ge "$2" ]; }
+# in_flight PORT N: N sales or more are in the instance on PORT, not yet answered.
+in_flight() { [ "$(metric "$1" inventory_sales_in_flight)" -ge "$2" ] 2>/dev/null; }
 # replica_get KEY: the replica's value, when it answers within 0.2 s (not while frozen).
 replica_get() { timeout 0.2 redis-cli -p "$R" get "$1" 2>/dev/null; }
 # blip SECONDS: the replica frozen now, thawed SECONDS later in the background (BLIP).
@@ -111,16 +113,21 @@ kill -CONT "$R_PID"
 check "the replica thawed catches up" wait_until 10 "" replica_acks 127.0.0.1 "$M" 1
 
 # --- (4) combined sales, replica frozen: every one outcome_unknown, none 200 --------------
-# Another owner holds lock:{c} for 300 ms, so the four sales queue and one grant serves
-# them in one batch (--combine 4); the grant is confirmed, then the replica frozen while
-# the batch works (700 ms); the batch's write is not replicated.
+# Another owner holds lock:{c} until the four sales are all in the instance (its
+# inventory_sales_in_flight; at most 5 s), so they queue and one grant serves them in one
+# batch (--combine 4); the grant is confirmed, then the replica frozen while the batch
+# works (700 ms); the batch's write is not replicated. (A fixed 300 ms hold let two of the
+# four come after the grant on two busy cores: a second grant, refused with the replica
+# frozen.)
 rcli -p "$M" hset "$(item_key lock c)" outsider 1 >/dev/null
-rcli -p "$M" pexpire "$(item_key lock c)" 300 >/dev/null
+rcli -p "$M" pexpire "$(item_key lock c)" 5000 >/dev/null
 g0=$(grants "$C")
 for i in 1 2 3 4; do
     curl -s -m 10 -o "$T_TMP/c-$i.json" -w '%{http_code}' \
         "http://127.0.0.1:$C/inventory/sale?item=c&work_ms=700" > "$T_TMP/c-$i.code" &
 done
+check "combine: the four sales wait in the instance" wait_until 5 "" in_flight "$C" 4
+rcli -p "$M" del "$(item_key lock c)" >/dev/null
 check "combine: the grant is confirmed" wait_until 5 "" granted "$C" $((g0 + 1))
 kill -STOP "$R_PID"
 wait_all
