@@ -265,34 +265,31 @@ void rd_health_failed(struct rd_client *rc, int server)
         atomic_fetch_add(&h->marked, 1);
 }
 
-/* Server s stopped answering while calls wait on it: it is marked down, and the gated
- * threads' connections to it are shut down, so that their calls fail now (as a lost
- * connection: a command sent may have run) instead of at the command timeout. */
-static void give_up(struct rd_client *rc, int s)
-{
-    rd_health_failed(rc, s);
-    pthread_mutex_lock(&rc->conns_mu);
-    for (struct rd_conn *cn = rc->conns; cn; cn = cn->next)
-        if (cn->server == s && atomic_load(&cn->gated) && cn->c)
-            shutdown(cn->c->fd, SHUT_RDWR);
-    pthread_mutex_unlock(&rc->conns_mu);
-}
-
-/* 1 when a gated connection to server s has a reply come in that its thread has not
- * read yet: s answered, and this process has not run to read it (a busy machine). */
-static int replies_unread(struct rd_client *rc, int s)
+/* Server s stopped answering while calls wait on it: unless a gated connection to it has
+ * a reply come in that its thread has not read yet (s answered, and this process has not
+ * run to read it: a busy machine), it is marked down, and the gated threads' connections
+ * to it are shut down, so that their calls fail now (as a lost connection: a command sent
+ * may have run) instead of at the command timeout. 1 when it was given up. All under one
+ * hold of the connections' lock (no connection closed under the poll). */
+static int give_up(struct rd_client *rc, int s)
 {
     struct pollfd fds[64];
     nfds_t n = 0;
     int unread;
 
-    pthread_mutex_lock(&rc->conns_mu);   /* (held: no connection closed under the poll) */
+    pthread_mutex_lock(&rc->conns_mu);
     for (struct rd_conn *cn = rc->conns; cn && n < 64; cn = cn->next)
         if (cn->server == s && atomic_load(&cn->gated) && cn->c)
             fds[n++] = (struct pollfd){ .fd = cn->c->fd, .events = POLLIN };
     unread = n > 0 && poll(fds, n, 0) > 0;
+    if (!unread) {
+        rd_health_failed(rc, s);
+        for (struct rd_conn *cn = rc->conns; cn; cn = cn->next)
+            if (cn->server == s && atomic_load(&cn->gated) && cn->c)
+                shutdown(cn->c->fd, SHUT_RDWR);
+    }
     pthread_mutex_unlock(&rc->conns_mu);
-    return unread;
+    return !unread;
 }
 
 /* 1 when server s does not answer: marked down (and no probe may go now), a gated wait
@@ -309,10 +306,8 @@ static int silent(struct rd_client *rc, int s)
         return atomic_load(&rc->watched) || clock_now_ms() < atomic_load(&h->probe_ms) ||
                atomic_load(&h->probing);
     if (calls > 0 && clock_now_ms() - (answered > since ? answered : since) > RD_SILENT_MS &&
-        !replies_unread(rc, s)) {
-        give_up(rc, s);
+        give_up(rc, s))
         return 1;
-    }
     return stalled && answered < stalled;
 }
 
