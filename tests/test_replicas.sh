@@ -36,8 +36,8 @@ wait_calls() { rcli -p "$M" info commandstats | sed -n 's/^cmdstat_wait:calls=\(
 grants() { metric "$1" inventory_lock_acquisitions_total; }
 # granted PORT N: the instance on PORT has confirmed N grants or more.
 granted() { [ "$(grants "$1")" -ge "$2" ]; }
-# in_flight PORT N: N sales or more are in the instance on PORT, not yet answered.
-in_flight() { [ "$(metric "$1" inventory_sales_in_flight)" -ge "$2" ] 2>/dev/null; }
+# sales_waiting PORT N: N sales or more are in the instance on PORT, not yet answered.
+sales_waiting() { [ "$(metric "$1" inventory_sales_in_flight)" -ge "$2" ] 2>/dev/null; }
 # replica_get KEY: the replica's value, when it answers within 0.2 s (not while frozen).
 replica_get() { timeout 0.2 redis-cli -p "$R" get "$1" 2>/dev/null; }
 # blip SECONDS: the replica frozen now, thawed SECONDS later in the background (BLIP).
@@ -126,7 +126,7 @@ for i in 1 2 3 4; do
     curl -s -m 10 -o "$T_TMP/c-$i.json" -w '%{http_code}' \
         "http://127.0.0.1:$C/inventory/sale?item=c&work_ms=700" > "$T_TMP/c-$i.code" &
 done
-check "combine: the four sales wait in the instance" wait_until 5 "" in_flight "$C" 4
+check "combine: the four sales wait in the instance" wait_until 5 "" sales_waiting "$C" 4
 rcli -p "$M" del "$(item_key lock c)" >/dev/null
 check "combine: the grant is confirmed" wait_until 5 "" granted "$C" $((g0 + 1))
 kill -STOP "$R_PID"
