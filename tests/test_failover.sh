@@ -128,12 +128,14 @@ lost_release() {   # lost_release LABEL FLAG...: the scenario on instance A star
     check "$label: master, two replicas, three sentinels" wait_until 15 "" all_ready
     check "  both replicas acknowledge writes" wait_until 10 "" replica_acks 127.0.0.1 "$M2" 2
     rcli -p "$M2" mset "$(item_key stock g)" 20 "$(item_key stock h)" 20 >/dev/null
-    flags=(--sentinel "$SENTINELS" --sentinel-master shop --lock v8 --ttl-ms 10000 --wait-ms 15000 --faults)
+    flags=(--sentinel "$SENTINELS" --sentinel-master shop --lock v8 --ttl-ms 15000 --wait-ms 20000 --faults)
     start_service C "${flags[@]}" "$@" --name "lost-a$label" || exit 1
     c_pid=$SVC_PID
     start_service D "${flags[@]}" --name "lost-b$label" || exit 1
     check_eq "  v8 on Sentinel: A sells g" 200 "$(sale "$C" g)"
-    curl -s -o "$T_TMP/lr.json" "http://127.0.0.1:$C/inventory/sale?item=g&work_ms=1500" &
+    # Its work long enough for the cut to come first on two busy cores (with 1.5 s the
+    # release once reached the replicas before they were cut); its lease longer still.
+    curl -s -o "$T_TMP/lr.json" "http://127.0.0.1:$C/inventory/sale?item=g&work_ms=4000" &
     lrpid=$!
     on_both() { [ "$(rcli -p "$S1" exists "$(item_key lock g)") $(rcli -p "$S2" exists "$(item_key lock g)")" = "1 1" ]; }
     check "  A holds g, and both replicas have its lock" wait_until 5 "" on_both
