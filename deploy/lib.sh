@@ -23,14 +23,24 @@ usage() { printf '%s\n' "$USAGE"; [ -z "${1:-}" ] || exit "$1"; }
 # is_uint S, is_port S: S is a whole number; a port number (1 to 65535).
 is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; *) return 0 ;; esac; }
 is_port() { is_uint "$1" && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; }
-# now_ms: the wall clock in ms.
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# now_us: the wall clock in µs, read by the shell itself (EPOCHREALTIME, whatever the
+# locale's decimal point); now_ms: in ms. Polls and timelines read it many times a second,
+# and on two busy cores a process per read (date) cost more than what it timed.
+now_us() { echo "${EPOCHREALTIME//[!0-9]/}"; }
+now_ms() { echo $(( ${EPOCHREALTIME//[!0-9]/} / 1000 )); }
+# nap SECONDS: sleeps SECONDS (whole or decimal) without starting a process: read's
+# time-out on a pipe this shell holds both ends of, so that nothing ever comes (opened
+# once per script; its subshells share it).
+nap() {
+    [ -n "${NAP_FD:-}" ] || exec {NAP_FD}<> <(:)
+    read -r -t "$1" -u "$NAP_FD" _ || :
+}
 # mono_offset_ns: realtime minus monotonic, in ns, on this host: date +%s%N minus it is
 # CLOCK_MONOTONIC (build/sale-load's histories' clock). mono_start: measures it once
 # (MONO_OFFSET); mono_now_ns: the monotonic clock now, in ns, without a process per read.
 mono_offset_ns() { python3 -c 'import time; print(time.time_ns() - time.monotonic_ns())'; }
 mono_start() { MONO_OFFSET=$(mono_offset_ns); }
-mono_now_ns() { echo $(( $(date +%s%N) - MONO_OFFSET )); }
+mono_now_ns() { echo $(( ${EPOCHREALTIME//[!0-9]/} * 1000 - MONO_OFFSET )); }
 
 # in_net CMD...: CMD here, or in the test host HOSTS_VIA when it is set (deploy/hosts: a
 # stack on test hosts is reached from one of them; this machine has no route to them).
@@ -52,15 +62,19 @@ local_host() { [ "$1" = 0.0.0.0 ] && echo 127.0.0.1 || echo "$1"; }
 # moment (a Redis killed and started again on it, a failover's old master).
 PORT_RESERVE_DIR=${PORT_RESERVE_DIR:-${TMPDIR:-/tmp}/inventory-ports}
 free_port() {
-    local p lo=32768 room=${1:-0} span=${2:-1} all q
+    local p lo=32768 room=${1:-0} span=${2:-1} all q i fd
     read -r lo _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
     [ "$lo" -gt $((12000 + room + span)) ] || lo=32768
-    mkdir -p "$PORT_RESERVE_DIR" 2>/dev/null
-    for _ in $(seq 100); do
-        p=$(shuf -i "10000-$((lo - room - span))" -n 1)
-        all=$(seq "$p" $((p + span - 1)); [ "$room" = 0 ] || seq $((p + room)) $((p + room + span - 1)))
+    [ -d "$PORT_RESERVE_DIR" ] || mkdir -p "$PORT_RESERVE_DIR" 2>/dev/null
+    # (In the shell itself, no process started but port_reserve's mkdir: a stack draws a
+    # dozen ports, and on two busy cores each process costs tens of ms.)
+    for ((i = 0; i < 100; i++)); do
+        p=$(( 10000 + (RANDOM * 32768 + RANDOM) % (lo - room - span - 10000 + 1) ))
+        all=""
+        for ((q = p; q < p + span; q++)); do all+=" $q"; done
+        [ "$room" = 0 ] || for ((q = p + room; q < p + room + span; q++)); do all+=" $q"; done
         for q in $all; do
-            ! (exec 3<>"/dev/tcp/127.0.0.1/$q") 2>/dev/null || continue 2
+            if { exec {fd}<>"/dev/tcp/127.0.0.1/$q"; } 2>/dev/null; then exec {fd}>&-; continue 2; fi
             ! port_drawn "$q" || continue 2
         done
         for q in $all; do port_reserve "$q" || continue 2; done
@@ -156,25 +170,35 @@ pid_gone() {
 }
 
 # wait_until SECONDS PID COMMAND...: polls COMMAND every 20 ms until it succeeds; fails
-# when SECONDS (whole or decimal) pass or the process PID (if not empty) has exited.
+# when SECONDS (whole or decimal) pass or the process PID (if not empty) has exited. The
+# poll itself starts no process (the clock and the sleep are the shell's): only COMMAND's.
 wait_until() {
-    local end=$(( $(date +%s%N) / 1000000 )) pid=$2
-    end=$(( end + $(awk -v s="$1" 'BEGIN { printf "%d", s * 1000 }') )); shift 2
+    local whole=${1%%.*} frac="" end pid=$2
+    [[ $1 != *.* ]] || frac=${1#*.}
+    frac=${frac}000000
+    end=$(( ${EPOCHREALTIME//[!0-9]/} + ${whole:-0} * 1000000 + 10#${frac:0:6} )); shift 2
     until "$@" >/dev/null 2>&1; do
         [ -z "$pid" ] || kill -0 "$pid" 2>/dev/null || return 1
-        [ $(( $(date +%s%N) / 1000000 )) -lt "$end" ] || return 1
-        sleep 0.02
+        [ "${EPOCHREALTIME//[!0-9]/}" -lt "$end" ] || return 1
+        nap 0.02
     done
 }
 
-# metric_sum NAME: NAME summed over the instances of stack.env (INSTANCE_PORTS: ports on
-# INSTANCE_HOST, or HOST:PORT) that answer /metrics; prints nothing when none answers.
-metric_sum() {
+# metrics_all: the /metrics of every instance of stack.env (INSTANCE_PORTS: ports on
+# INSTANCE_HOST, or HOST:PORT) that answers, one after another.
+metrics_all() {
     local p
     for p in $INSTANCE_PORTS; do
         set -- $(at_host "$p" "${INSTANCE_HOST:-127.0.0.1}")
         in_net curl -s -m 2 "http://$1:$2/metrics" 2>/dev/null || true
-    done | awk -v m="$1" '$1 == m { n += $2; seen = 1 } END { if (seen) print n }'
+    done
+}
+# metric_sum NAME: NAME summed over the instances that answer /metrics; prints nothing
+# when none answers. With METRICS_READ set (a file of metrics_all's), read from there:
+# a run's figures, once nothing is in flight, from one read of each instance.
+metric_sum() {
+    { if [ -n "${METRICS_READ:-}" ]; then cat "$METRICS_READ"; else metrics_all; fi; } |
+        awk -v m="$1" '$1 == m { n += $2; seen = 1 } END { if (seen) print n }'
 }
 
 # fit_lines WIDTH [FILE...]: each line of FILE (or stdin) cut to at most WIDTH characters,

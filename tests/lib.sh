@@ -50,7 +50,7 @@ start_redis() {
         for _ in $(seq 100); do
             redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && return 0
             kill -0 "$REDIS_PID" 2>/dev/null || break
-            sleep 0.05
+            nap 0.05
         done
         grep -q 'Address already in use' "$T_TMP/redis-$REDIS_PORT.log" || break
     done
@@ -135,7 +135,7 @@ start_service() {
         for _ in $(seq 200); do
             curl -s -o /dev/null "http://127.0.0.1:$port/health" && return 0
             kill -0 "$SVC_PID" 2>/dev/null || break
-            sleep 0.05
+            nap 0.05
         done
         grep -q 'cannot listen' "$T_TMP/svc-$port.log" || break
     done
@@ -269,7 +269,7 @@ mariadb_run() {
 restart_mariadb() {
     local p rest=""
     kill -9 "$MARIADB_PID" 2>/dev/null
-    for _ in $(seq 100); do running "$MARIADB_PID" || break; sleep 0.05; done
+    for _ in $(seq 100); do running "$MARIADB_PID" || break; nap 0.05; done
     for p in $T_PIDS; do [ "$p" = "$MARIADB_PID" ] || rest="$rest $p"; done
     T_PIDS=$rest
     mariadb_run || { echo "mariadbd did not start again on port $MARIADB_PORT" >&2; return 1; }

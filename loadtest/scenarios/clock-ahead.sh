@@ -61,7 +61,7 @@ scenario_clock_ahead() {
             [ -s "$dir/slow.jsonl" ] || taken=yes
             break
         fi
-        sleep 0.02
+        nap 0.02
     done
     bg_wait
     ahead_instance_stop "$c" "$cpid"

@@ -117,7 +117,7 @@ a_entry_new() {
         A_SEEN_NS=$(mono_now_ns)
         [ -z "$A_ENTRY" ] || [ "$A_ENTRY" = "$2" ] || return 0
         A_SINCE_NS=$t
-        sleep 0.02
+        nap 0.02
     done
     return 1
 }

@@ -39,7 +39,7 @@ scenario_crash() {
     a=$(port_of 1); b=$(port_of 2)
     sale_bg "$dir" "$item" "$a" "work_ms=30000"
     wait_until 5 "" lock_held "$item" || { SCN_OBSERVED="the first sale never took the lock"; return 1; }
-    sleep 0.05
+    nap 0.05
     kill -9 "$(pid_of 1)"
     t0=$(date +%s%N)
     # The killed sale never leaves the probe; a dead process is not in the critical
@@ -79,7 +79,7 @@ crash_on_zookeeper() {
     a=$(port_of 1); b=$(port_of 2)
     zk_hold "$dir" "$item" "$a" "work_ms=30000" "$dir/held.jsonl" || return 1
     session=$SESSION
-    sleep 0.05
+    nap 0.05
     kill -9 "$(pid_of 1)"
     t_kill=$(mono_now_ns)
     "$BUILD_DIR/sale-load" --url "http://127.0.0.1:$b/inventory/sale?item=$item" -c 2 \
@@ -117,7 +117,7 @@ crash_on_database() {
         return 1
     fi
     [ -n "$table" ] || thread=$(db_trx_holding)
-    sleep 0.05
+    nap 0.05
     kill -9 "$(pid_of 1)"
     t_kill=$(mono_now_ns)
     db_probe_clear "$item"

@@ -43,7 +43,7 @@ first_held_sale_ms() {
     local end=$(( $(date +%s) + 30 ))
     while [ "$(date +%s)" -lt "$end" ]; do
         [ "$(held_sale "$1")" = 200 ] && { echo $(( ($(mono_now_ns) - $2) / 1000000 )); return; }
-        sleep 0.02
+        nap 0.02
     done
     echo -1
 }
