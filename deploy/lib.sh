@@ -23,10 +23,9 @@ usage() { printf '%s\n' "$USAGE"; [ -z "${1:-}" ] || exit "$1"; }
 # is_uint S, is_port S: S is a whole number; a port number (1 to 65535).
 is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; *) return 0 ;; esac; }
 is_port() { is_uint "$1" && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; }
-# now_us: the wall clock in µs, read by the shell itself (EPOCHREALTIME, whatever the
-# locale's decimal point); now_ms: in ms. Polls and timelines read it many times a second,
-# and on two busy cores a process per read (date) cost more than what it timed.
-now_us() { echo "${EPOCHREALTIME//[!0-9]/}"; }
+# now_ms: the wall clock in ms, read by the shell itself (EPOCHREALTIME, whatever the
+# locale's decimal point). Polls and timelines read it many times a second, and on two
+# busy cores a process per read (date) cost more than what it timed.
 now_ms() { echo $(( ${EPOCHREALTIME//[!0-9]/} / 1000 )); }
 # nap SECONDS: sleeps SECONDS (whole or decimal) without starting a process: read's
 # time-out on a pipe this shell holds both ends of, so that nothing ever comes (opened
@@ -61,8 +60,15 @@ local_host() { [ "$1" = 0.0.0.0 ] && echo 127.0.0.1 || echo "$1"; }
 # the same port between the look and the bind, nor a port whose server is down for a
 # moment (a Redis killed and started again on it, a failover's old master).
 PORT_RESERVE_DIR=${PORT_RESERVE_DIR:-${TMPDIR:-/tmp}/inventory-ports}
+# port_listens PORT: something accepts connections on 127.0.0.1:PORT (asked by the shell
+# itself: no process started).
+port_listens() {
+    local fd
+    { exec {fd}<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || return 1
+    exec {fd}>&-
+}
 free_port() {
-    local p lo=32768 room=${1:-0} span=${2:-1} all q i fd
+    local p lo=32768 room=${1:-0} span=${2:-1} all q i
     read -r lo _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
     [ "$lo" -gt $((12000 + room + span)) ] || lo=32768
     [ -d "$PORT_RESERVE_DIR" ] || mkdir -p "$PORT_RESERVE_DIR" 2>/dev/null
@@ -74,7 +80,7 @@ free_port() {
         for ((q = p; q < p + span; q++)); do all+=" $q"; done
         [ "$room" = 0 ] || for ((q = p + room; q < p + room + span; q++)); do all+=" $q"; done
         for q in $all; do
-            if { exec {fd}<>"/dev/tcp/127.0.0.1/$q"; } 2>/dev/null; then exec {fd}>&-; continue 2; fi
+            ! port_listens "$q" || continue 2
             ! port_drawn "$q" || continue 2
         done
         for q in $all; do port_reserve "$q" || continue 2; done

@@ -44,16 +44,15 @@ check "--help explains --lock-redis" sh -c "build/inventory-service --help | gre
 item_set r 20 >/dev/null
 start_service A --redis "127.0.0.1:$DATA" --lock v10 --lock-redis "$MASTERS" --ttl-ms 2000 \
     --wait-ms 5000 --faults --name rla || exit 1
-# lock_holders: on how many masters lock:{r} is now.
+# lock_holders: on how many masters lock:{r} is now; held_on_all: on all three.
 lock_holders() { local i n=0; for i in 1 2 3; do [ "$(m $i exists "$(item_key lock r)")" = 1 ] && n=$((n+1)); done; echo "$n"; }
+held_on_all() { [ "$(lock_holders)" = 3 ]; }
 # A sale working 1.5 s inside its grant (the lease 2 s): the masters looked at while it
 # works, until all three hold its lock (on two busy cores the grant can take 300 ms).
 sale "$A" r work_ms=1500 > "$T_TMP/held.code" &
 hp=$!
-held=0
-while [ "$held" != 3 ] && kill -0 "$hp" 2>/dev/null; do held=$(lock_holders); sleep 0.02; done
+check "a grant holds the lock on every master (3 of 3)" wait_until 3 "" held_on_all
 wait "$hp"
-check_eq "a grant holds the lock on every master (3 of 3)" 3 "$held"
 check_eq "  and sells" 200 "$(cat "$T_TMP/held.code")"
 check_eq "  released on every master" 0 "$(lock_holders)"
 for _ in 1 2 3 4; do sale "$A" r >/dev/null; done
