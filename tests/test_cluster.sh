@@ -324,13 +324,16 @@ node_m=$(curl -s "http://127.0.0.1:$G/metrics" | grep "node=\"127.0.0.1:$STOPPED
 echo "$node_m" | sed 's/^/    /'
 # The stopped master's items sent from 300 ms after the stop (100 ms of silence, a tick)
 # until it answered again: answered, and how long the slowest took.
-read -r m2_n m2_503 m2_max <<< "$(awk -v a=300 -v b=$((stopped_ms - 300)) '
-    $1 == "M2" && $3 >= a && $3 < b { n++; c += ($2 == 503); if ($4 > m) m = $4 }
-    END { print n + 0, c + 0, m + 0 }' "$T_TMP/gate.tsv")"
+# (With when the slowest was sent, and the answers other than 503 by status.)
+read -r m2_n m2_503 m2_max m2_at m2_other <<< "$(awk -v a=300 -v b=$((stopped_ms - 300)) '
+    $1 == "M2" && $3 >= a && $3 < b { n++; c += ($2 == 503); if ($2 != 503) o[$2]++
+                                      if ($4 > m) { m = $4; at = $3 } }
+    END { for (k in o) { s = s sep k " x " o[k]; sep = ", " }
+          print n + 0, c + 0, m + 0, at + 0, (s == "" ? "none" : s) }' "$T_TMP/gate.tsv")"
 read -r ok_n ok_max <<< "$(awk -v b=$stopped_ms '
     $1 == "ok" && $3 >= 0 && $3 < b { n += ($2 == 200); if ($4 > m) m = $4 } END { print n + 0, m + 0 }' "$T_TMP/gate.tsv")"
 m2_after=$(awk -v b=$stopped_ms '$1 == "M2" && $2 == 200 && $3 >= b' "$T_TMP/gate.tsv" | wc -l)
-echo "    stopped $stopped_ms ms; the stopped master's items once marked down: $m2_n sent, $m2_503 answered 503, the slowest $m2_max ms; the others' during the stop: $ok_n sold, the slowest $ok_max ms; the stopped master's items sold after: $m2_after"
+echo "    stopped $stopped_ms ms; the stopped master's items once marked down: $m2_n sent, $m2_503 answered 503 (other answers: $m2_other), the slowest $m2_max ms (sent $m2_at ms after the stop); the others' during the stop: $ok_n sold, the slowest $ok_max ms; the stopped master's items sold after: $m2_after"
 check "gate: the stopped master marked down after its timeout" \
     sh -c "echo '$node_m' | grep -qE '^inventory_redis_node_marked_down_total.* [1-9]'"
 check "  its items then answered 503 at once: all of $m2_n within 100 ms (the slowest $m2_max ms)" \
