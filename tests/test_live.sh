@@ -289,6 +289,6 @@ check "20 s under wrk: DOM nodes bounded (13 s -> 20 s: at most +25%)" test "$n2
 check "20 s under wrk: JS heap bounded (13 s -> 20 s: at most 1.5x + 2 MB)" test "$h20" -le $((h13 * 3 / 2 + 2000000))
 
 check_eq "no Chromium left behind (the pages' and the evolution's)" "" \
-    "$(pgrep -f 'remote-debugging-port=0 --user-data-dir=.*cdp-')"
+    "$(pgrep -f "remote-debugging-port=0 --user-data-dir=$T_TMP/.*cdp-")"
 
 t_report
