@@ -168,11 +168,14 @@ with open(sys.argv[1], "w") as f:
         f.write(json.dumps({"start_ns": n * 1000, "end_ns": n * 1000 + 1500, "status": 200,
                             "remaining": rem, "item": item, "key": "k%d" % n}) + "\n")
 PY
-t0=$(date +%s%N)
-check_eq "200,000 lines, four items: possible" 0 "$(hist "$T_TMP/big.jsonl" --stock 60000)"
-ms=$((($(date +%s%N) - t0) / 1000000))
-echo "       (200,000 lines in $ms ms)"
-check "200,000 lines in under 10 s" test "$ms" -lt 10000
+# Its cost is the checker's own CPU time (user and system), not the wall clock: make test
+# runs this suite at nice 10 beside the other lane.
+TIMEFORMAT='%3U %3S'
+{ time hist "$T_TMP/big.jsonl" --stock 60000 > "$T_TMP/big.rc"; } 2> "$T_TMP/big.time"
+check_eq "200,000 lines, four items: possible" 0 "$(cat "$T_TMP/big.rc")"
+ms=$(awk '{ printf "%d", ($1 + $2) * 1000 }' "$T_TMP/big.time")
+echo "       (200,000 lines in $ms ms of CPU)"
+check "200,000 lines in under 10 s of CPU" test "${ms:-99999}" -lt 10000
 
 
 # --- loadtest/fairness: Jain's index, overtaking, a client never served ----------------------
