@@ -59,19 +59,22 @@ for p in $SENTINEL_PORTS; do sentinel_cli "$p" sentinel remove other >/dev/null;
 # --- --replicas 1: a failover that keeps the holder ----------------------------------------
 # R2 is cut off (pointed at a port where nothing answers) before A's grant: only R1 can
 # acknowledge it, and R1 has more of the master's stream, so the sentinels promote R1.
-# A holds (9 s of work on a 10 s lease, renewed: longer than a failover the sentinels must
-# start twice, the second try 2 x failover-timeout after the first); the master dies; B's
-# sale must wait for A, A's write lands, and B's token is greater than A's.
+# A holds (14 s of work on a 15 s lease, renewed: longer than a failover the sentinels must
+# start twice, the second try 2 x failover-timeout after the first, and than their
+# pointing R2 at R1 after it: A's write waits for a replica of R1 to have it, and R2 is
+# the only one; beside the other lane on two busy cores, 9 s of work ended before R2 was
+# R1's); the master dies; B's sale must wait for A, A's write lands, and B's token is
+# greater than A's.
 item_set -p "$M" w 20 >/dev/null
-flags=(--sentinel "$SENTINELS" --sentinel-master shop --lock v9 --replicas 1 --ttl-ms 10000
-       --wait-ms 15000 --faults)
+flags=(--sentinel "$SENTINELS" --sentinel-master shop --lock v9 --replicas 1 --ttl-ms 15000
+       --wait-ms 20000 --faults)
 start_service A "${flags[@]}" --name fo-a || exit 1
 start_service B "${flags[@]}" --name fo-b || exit 1
 check_eq "v9 --replicas 1 on Sentinel, both replicas linked: a sale" 200 "$(sale "$A" w)"
 dead=$(free_port)
 rcli -p "$R2" replicaof 127.0.0.1 "$dead" >/dev/null
 a0=$(date +%s%N)
-WORK_A=9000
+WORK_A=14000
 curl -s -o "$T_TMP/a.json" "http://127.0.0.1:$A/inventory/sale?item=w&work_ms=$WORK_A" &
 apid=$!
 for _ in $(seq 100); do [ "$(rcli -p "$M" exists "$(item_key lock w)")" = 1 ] && break; sleep 0.02; done
@@ -86,9 +89,10 @@ all_name_r1() { local p; for p in $SENTINEL_PORTS; do [ "$(named "$p")" = "127.0
 check "  the master killed: the sentinels promote R1 (the replica that has the grant)" wait_until 20 "" all_name_r1
 echo "    promoted $(( ($(date +%s%N) - killed) / 1000000 )) ms after the kill"
 check_eq "  R1 says it is the master" master "$(rcli -p "$R1" role | head -n 1)"
-code=$(SALE_BODY=$T_TMP/b.json sale "$B" w)
+code=$(SALE_MAX_S=25 SALE_BODY=$T_TMP/b.json sale "$B" w)
 waited=$(( ($(date +%s%N) - a0) / 1000000 ))
 wait "$apid"
+echo "    A answered $(jq -c '{ok, error, lease_lost, token}' "$T_TMP/a.json" 2>/dev/null), B $code $(jq -c '{ok, error, token}' "$T_TMP/b.json" 2>/dev/null)"
 check "  A's sale sold, its lease never lost" jq -e '.ok == true and (.lease_lost | not)' "$T_TMP/a.json"
 check_eq "  B sold, on an instance that followed the failover (not restarted)" 200 "$code"
 check "  B's sale ended ${waited} ms after A began its $((WORK_A / 1000)) s of work: the promoted replica knew A held the lock" \
