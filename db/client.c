@@ -165,6 +165,10 @@ static MYSQL *connect_new(struct db_client *dc, const char *database, struct db_
     mysql_options(my, MYSQL_OPT_PROTOCOL, &tcp);
     mysql_options(my, MYSQL_OPT_LOCAL_INFILE, &off);
     mysql_options(my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    /* Strict, whatever the server's default: a bad value fails its statement (the store's
+     * guarded writes rely on it), never stored as a near one with a warning. */
+    mysql_options(my, MYSQL_INIT_COMMAND, "SET SESSION sql_mode = IF(@@sql_mode = '', "
+                  "'STRICT_TRANS_TABLES', CONCAT(@@sql_mode, ',STRICT_TRANS_TABLES'))");
     if (mysql_real_connect(my, dc->host, dc->user, dc->password, database,
                            (unsigned int)dc->port, NULL,
                            CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS) == NULL) {

@@ -14,10 +14,22 @@
 #include "common/clock.h"
 #include "service/log.h"
 
+/* The savepoint of a read in the lock's transaction (v15). A write in that transaction
+ * goes back to it first: nothing to undo (the read wrote nothing, and InnoDB keeps the row
+ * locks taken since), but when the transaction was rolled back under it (on Galera, by a
+ * write applied from another node while the sale worked) the savepoint is gone, the
+ * statement fails, and the rest of the write is not run: it would otherwise run on its
+ * own, outside any transaction, from a stock read in the one that is gone. */
+#define READ_MARK "stock_read"
+/* The guarded UPDATE's error when the stock is not the one read: NULL into stock (MariaDB's
+ * ER_BAD_NULL_ERROR, strict mode, the server's default). */
+enum { STALE_READ = 1048 };
+
 /* The grant's read on c, inside v15's transaction (the lock), the row read FOR UPDATE too:
  * on Galera a row lock is one node's only, and a write of the stock certified on another
  * node then aborts this transaction, where a plain read would let it write a stock read
- * before that write (docs/faults.md); SALE_OK or why not. */
+ * before that write (docs/faults.md). A savepoint marks the read: the write goes back to
+ * it first, which fails when the transaction is gone (READ_MARK); SALE_OK or why not. */
 static enum sale_result read_in(struct db_store *ds, struct db_conn *c, const char *item,
                                 long long *stock, char *msg, size_t size)
 {
@@ -29,7 +41,7 @@ static enum sale_result read_in(struct db_store *ds, struct db_conn *c, const ch
     sql_init(&q, sql, sizeof(sql));
     sql_add(&q, "SELECT stock FROM items WHERE item = ");
     sql_str(&q, c, item);
-    sql_add(&q, " FOR UPDATE");
+    sql_add(&q, " FOR UPDATE; SAVEPOINT " READ_MARK);
     if (ds_run(ds, c, &q, &r, 1, NULL, &err) != DB_OK) {
         snprintf(msg, size, "%s", err.msg);
         return ds_is_down(&err) || err.fault == DB_E_LOST ? SALE_STORE_DOWN : SALE_ERROR;
@@ -68,22 +80,27 @@ int ds_grant(struct store *s, struct lock_client *lc, const char *item, long wai
 struct write_text {
     char first[ID_MAX];          /* the first ledger row's id: what settles a lost answer */
     int rows_at, stock_at;       /* the statements' indexes (-1: none) */
+    int mark_at;                 /* the going back to the read's savepoint (-1: none) */
     int n;                       /* statements */
 };
 
-/* b's write after the fence, for c (begin: START TRANSACTION first): the ledger's rows
- * first (a keyed sale's row that exists fails before anything is written), then the
+/* b's write after the fence, for c (begin: START TRANSACTION first; held_read: back to
+ * the savepoint of the read in the lock's transaction first): the ledger's rows first (a keyed sale's row that exists fails before anything is written), then the
  * stock the sale computed and sold, the probe's leave, COMMIT. */
 static void write_build(struct sql *q, struct db_conn *c, struct db_store *ds,
-                        const struct store_batch *b, int begin, struct write_text *w)
+                        const struct store_batch *b, int begin, int held_read,
+                        struct write_text *w)
 {
     int keyed = b->rqs[0]->idem_key != NULL;
     char id[ID_MAX];
 
     w->n = 0;
     w->stock_at = -1;
+    w->mark_at = -1;
     if (begin)
         sql_add(q, "START TRANSACTION; "), w->n++;
+    else if (held_read)
+        sql_add(q, "ROLLBACK TO SAVEPOINT " READ_MARK "; "), w->mark_at = w->n++;
     sql_add(q, "INSERT INTO orders (id, item, request_id, status, remaining, token, "
             "instance) VALUES ");
     for (int i = 0; i < b->n && (i < b->k || (keyed && i == 0)); i++) {
@@ -95,7 +112,16 @@ static void write_build(struct sql *q, struct db_conn *c, struct db_store *ds,
                    i < b->k ? b->stock - 1 - i : 0, b->g->token);
     }
     w->rows_at = w->n++;
-    if (b->k > 0) {
+    if (b->k > 0 && held_read) {
+        /* The stock it read, still the stock, or the statement fails (NULL into a NOT NULL
+         * column): on Galera a transaction rolled back and replayed from its write set frees
+         * its row locks meanwhile, and a sale on the same node could read the stock from
+         * before it (docs/faults.md). */
+        sql_add(q, "; UPDATE items SET stock = IF(stock = %lld, %lld, NULL), sold = sold + %lld "
+                "WHERE item = ", b->stock, b->stock - b->k, b->k);
+        sql_str(q, c, b->g->item);
+        w->stock_at = w->n++;
+    } else if (b->k > 0) {
         sql_add(q, "; UPDATE items SET stock = %lld, sold = sold + %lld WHERE item = ",
                 b->stock - b->k, b->k);
         sql_str(q, c, b->g->item);
@@ -174,6 +200,23 @@ static enum wrote write_failed(struct db_store *ds, struct db_conn *c, struct st
         ds_replay(ds, w->first, b->rqs[0]);   /* its first answer stands */
         return WROTE_REPLAY;
     }
+    if (failed >= 0 && failed == w->mark_at && err->fault != DB_E_LOST &&
+        err->fault != DB_E_DEADLOCK) {   /* (a deadlock says so itself, below) */
+        log_event("WARN", "mysql: the transaction that read %s's stock was gone at its write "
+                  "(%s): nothing written", b->g->item, err->msg);
+        sale_set_all(b->rqs, b->n, SALE_STORE_DOWN, "the transaction that read the stock was "
+                     "rolled back before the write (Galera: a conflicting write applied from "
+                     "another node); nothing was written");
+        return WROTE_NOT_SOLD;
+    }
+    if (failed >= 0 && failed == w->stock_at && w->mark_at >= 0 && err->code == STALE_READ) {
+        log_event("WARN", "mysql: %s's stock changed after its read in the lock's transaction: "
+                  "rolled back, nothing written", b->g->item);
+        sale_set_all(b->rqs, b->n, SALE_STORE_DOWN, "the stock changed after this transaction "
+                     "read it (Galera: a row lock is one node's only); rolled back, nothing "
+                     "was sold");
+        return WROTE_NOT_SOLD;
+    }
     if (err->fault != DB_E_LOST) {
         ds_fail_all(err, "the sale's transaction", b->rqs, b->n);
         return WROTE_NOT_SOLD;
@@ -218,7 +261,7 @@ static enum wrote write_batch(struct db_store *ds, struct lock_client *lc, struc
         return wrote;
     }
     sql_init(&q, sql, SQL_MAX);
-    write_build(&q, c, ds, b, !held && !fenced, &w);
+    write_build(&q, c, ds, b, !held && !fenced, held, &w);
     long long sent_ms = clock_now_ms();
     if ((st = ds_run(ds, c, &q, r, 4, &failed, &err)) != DB_OK) {
         *broken = err.fault == DB_E_LOST;
