@@ -85,8 +85,9 @@ struct write_text {
 };
 
 /* b's write after the fence, for c (begin: START TRANSACTION first; held_read: back to
- * the savepoint of the read in the lock's transaction first): the ledger's rows first (a keyed sale's row that exists fails before anything is written), then the
- * stock the sale computed and sold, the probe's leave, COMMIT. */
+ * the savepoint of the read in the lock's transaction first, and the stock checked in its
+ * UPDATE): the ledger's rows first (a keyed sale's row that exists fails before anything
+ * is written), then the stock the sale computed and sold, the probe's leave, COMMIT. */
 static void write_build(struct sql *q, struct db_conn *c, struct db_store *ds,
                         const struct store_batch *b, int begin, int held_read,
                         struct write_text *w)
