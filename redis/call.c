@@ -174,13 +174,16 @@ int rd_script_load(struct rd_client *rc, const struct rd_script *s, const char *
     int server = rd_route(rc, key ? (int)rd_key_slot(key, strlen(key)) : RD_SLOT_NONE, err);
     struct rd_conn *cn = server >= 0 ? rd_health_conn(rc, server, err) : NULL;
 
-    int st = RD_FAIL;
+    int st = RD_FAIL, sent = 0;
 
-    if (cn != NULL && (is_known(cn, s) || (st = script_load(cn, s, err)) == RD_OK))
+    if (cn != NULL && (is_known(cn, s) || (sent = 1, st = script_load(cn, s, err)) == RD_OK))
         st = RD_OK;
     else if (cn != NULL && rd_fault_is_io(err->fault))
         rd_conn_failed(rc, err);
-    rd_health_leave(rc);
+    if (sent)
+        rd_health_trip_leave(rc);
+    else
+        rd_health_leave(rc);
     return st;
 }
 
@@ -357,7 +360,7 @@ static int follow_redirects(struct rd_client *rc, struct rd_batch *const b[TRIP_
         if (r->fault == RD_E_TRYAGAIN) {
             if (clock_now_ms() + pause > deadline)
                 break;
-            rd_health_leave(rc);   /* (it waits on no server while it sleeps) */
+            rd_health_trip_leave(rc);   /* (it waits on no server while it sleeps) */
             clock_sleep_ms(pause);
             atomic_fetch_add(&rc->tryagain_wait_ms, pause);
             pause = pause * 2 > 100 ? 100 : pause * 2;
@@ -510,7 +513,7 @@ void rd_round_trips(struct rd_client *rc, struct rd_trip *trips, int n)
      * commands be sent again (on a connection another trip used). */
     for (int i = 0; i < n; i++)
         trip_finish(rc, &trips[i]);
-    rd_health_leave(rc);
+    rd_health_trip_leave(rc);
 }
 
 int rd_round_trip(struct rd_client *rc, struct rd_batch *before, struct rd_batch *main,
@@ -645,6 +648,6 @@ int rd_fanout(struct rd_client *const *rcs, int n, struct rd_batch *b, struct rd
     int answered = fanout_read(rcs, n, b, cn, replies);
 
     for (int i = 0; i < n; i++)
-        rd_health_leave(rcs[i]);
+        rd_health_trip_leave(rcs[i]);
     return answered;
 }

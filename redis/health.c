@@ -46,10 +46,16 @@ enum {
 };
 
 static _Thread_local int thread_gated, thread_watches, thread_past_down;
+static _Thread_local atomic_long *thread_trips;
 
 void rd_thread_gate(int on)
 {
     thread_gated = on;
+}
+
+void rd_thread_trips(atomic_long *trips)
+{
+    thread_trips = trips;
 }
 
 void rd_thread_past_down(int on)
@@ -331,6 +337,15 @@ void rd_health_leave(struct rd_client *rc)
     for (int s = 0; t && t->inside && s < RD_SERVERS_KNOWN; s++)
         if (t->inside & (1ULL << s))
             leave_one(rc, t, s);
+}
+
+void rd_health_trip_leave(struct rd_client *rc)
+{
+    struct rd_thread *t = pthread_getspecific(rc->key);
+
+    if (t && t->gated && thread_trips)
+        atomic_fetch_add(thread_trips, 1);
+    rd_health_leave(rc);
 }
 
 int rd_client_health(struct rd_client *rc, int server, struct rd_node_health *out)

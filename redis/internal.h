@@ -111,6 +111,9 @@ int rd_health_is_down(struct rd_client *rc, int server);
 int rd_health_watching(const struct rd_client *rc);
 /* The calling thread's call ends: it leaves every server it entered. */
 void rd_health_leave(struct rd_client *rc);
+/* The same, for a call that went out and came back (answered, or failed after sending):
+ * counted in the thread's trips (rd_thread_trips). */
+void rd_health_trip_leave(struct rd_client *rc);
 /* The client goes: waits for its probe threads to end. */
 void rd_health_end(struct rd_client *rc);
 

@@ -27,6 +27,7 @@
 #define REDIS_REDIS_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "common/error.h"
@@ -240,6 +241,10 @@ int rd_key_silent(struct rd_client *rc, const char *key);
 void rd_client_watch(struct rd_client *rc);
 /* The calling thread is one of the callers the gate counts (1) or not (0: the default). */
 void rd_thread_gate(int on);
+/* Each gated round trip of the calling thread adds 1 to *trips as it ends, answered or failed
+ * once sent (NULL: none; a call that sent nothing adds nothing): another thread can tell
+ * that the caller's first trip of a task has come back. */
+void rd_thread_trips(atomic_long *trips);
 /* The calling thread's calls go to a node marked down all the same, each bounded by the
  * thread's deadline (rd_thread_deadline), and an answer marks the node up: a renewal
  * lane's (lock/keepalive.c). A node given up for a stall it came out of (a busy machine,

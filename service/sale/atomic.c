@@ -94,7 +94,7 @@ static void *atomic_main(void *arg)
 
     (void)arg;
     if (spread && svc_store->ops->worker)   /* cut loose from a server that goes silent */
-        svc_store->ops->worker(svc_store, 0);
+        svc_store->ops->worker(svc_store, 0, NULL);
     pthread_mutex_lock(&mu);
     for (;;) {
         while (queue_head == NULL && !stopping) {

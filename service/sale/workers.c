@@ -34,7 +34,7 @@ struct line {
     struct sale_line serve;       /* how sale_serve takes from it and answers */
     int ready;                    /* in the ready list */
     int server;                   /* its store server when it was made ready (-1: none) */
-    long long picked_ms;          /* monotonic: when its worker took it */
+    long picked_trips;            /* its worker's trips (below) when it took it */
     int granted;                  /* its worker holds its lock */
     int waiting;                  /* in the waiting list: it has sales (head) */
     long long last_us;            /* monotonic: when its last sale came */
@@ -74,12 +74,15 @@ static pthread_t reaper;
 
 /* With spread items (a store of several servers), each worker's line now (served[i],
  * NULL: idle) tells how many workers work on each server: those that hold their line's
- * lock, or took it less than PICK_MS ago (a worker still without its lock past that waits
- * for another's grant, on no server: two such would otherwise hold every other line of
- * theirs). At most per_server() may at once: the store's cap (half the workers, at least
- * one). SERVERS_COUNTED: as many as the Redis layer numbers (one past it is not counted). */
-enum { SERVERS_COUNTED = 64, PICK_MS = 5 };
+ * lock, or whose first call for it has not come back yet (trips[i], the store's count of
+ * worker i's calls, has not moved since it took the line). One refused waits for
+ * another's grant, on no server: two such would otherwise hold every other line of
+ * theirs. (A time since the take would count one that no core has run yet as waiting.)
+ * At most per_server() may at once: the store's cap (half the workers, at least one).
+ * SERVERS_COUNTED: as many as the Redis layer numbers (one past it is not counted). */
+enum { SERVERS_COUNTED = 64 };
 static struct line **served;
+static atomic_long *trips;
 
 static int per_server(void)
 {
@@ -221,12 +224,13 @@ static void ready_unlink(struct line *prev, struct line *l)
 /* How many workers work on server s now (served). With mu held. */
 static int working_on(int s)
 {
-    long long now = clock_now_ms();
     int n = 0;
 
     for (int i = 0; i < running; i++) {
         const struct line *l = served[i];
-        n += l && l->server == s && (l->granted || now - l->picked_ms < PICK_MS);
+        n += l && l->server == s &&
+             (l->granted || atomic_load_explicit(&trips[i], memory_order_relaxed) ==
+                            l->picked_trips);
     }
     return n;
 }
@@ -290,7 +294,7 @@ static void *worker_main(void *arg)
     struct line *l;
 
     if (svc_store->ops->worker)   /* a store server that stops answering holds half at most */
-        svc_store->ops->worker(svc_store, per_server());
+        svc_store->ops->worker(svc_store, per_server(), &trips[me]);
     pthread_mutex_lock(&mu);
     for (;;) {
         idle++;
@@ -300,7 +304,7 @@ static void *worker_main(void *arg)
         if (l == NULL)
             break;   /* stopping, and no line has sales left */
         l->busy = 1;
-        l->picked_ms = clock_now_ms();
+        l->picked_trips = atomic_load_explicit(&trips[me], memory_order_relaxed);
         l->granted = 0;
         served[me] = l;
         struct sale_job *first = line_pop(l);
@@ -456,11 +460,16 @@ static void workers_stop(void);
 static int workers_start(void)
 {
     if ((threads = calloc((size_t)svc.workers, sizeof(*threads))) == NULL ||
-        (served = calloc((size_t)svc.workers, sizeof(*served))) == NULL) {
+        (served = calloc((size_t)svc.workers, sizeof(*served))) == NULL ||
+        (trips = malloc((size_t)svc.workers * sizeof(*trips))) == NULL) {
         free(threads);
+        free(served);
         threads = NULL;
+        served = NULL;
         return -1;
     }
+    for (int i = 0; i < svc.workers; i++)
+        atomic_init(&trips[i], 0);
     clock_cond_init_monotonic(&work_cv);
     started = 1;
     if (pthread_create(&reaper, NULL, reaper_main, NULL) != 0) {
@@ -499,7 +508,9 @@ static void workers_stop(void)
     free(threads);
     threads = NULL;
     free(served);
+    free((void *)trips);
     served = NULL;
+    trips = NULL;
     running = idle = 0;
     memset(bucket, 0, sizeof(bucket));
     ready_head = ready_tail = NULL;

@@ -202,12 +202,14 @@ static void rs_watch(struct store *s)
 }
 
 /* The calling thread is a sale worker: at most most of them inside a call to one node
- * (0: no cap), and its connections cut loose from a node that goes silent. */
-static void rs_worker(struct store *s, int most)
+ * (0: no cap), its connections cut loose from a node that goes silent, and its calls
+ * counted in *trips as they end. */
+static void rs_worker(struct store *s, int most, atomic_long *trips)
 {
     if (most > 0)
         rd_client_gate(s->redis, most);
     rd_thread_gate(1);
+    rd_thread_trips(trips);
 }
 
 /* A cluster's nodes as the client has seen them: marked down, the most sale workers

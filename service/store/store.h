@@ -26,6 +26,7 @@
 #ifndef STORE_STORE_H
 #define STORE_STORE_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "lock/lock.h"
@@ -142,8 +143,10 @@ struct store_ops {
      * at most most of the workers (0: no cap, a thread that is its server's only caller)
      * wait on one server at once, so a server that stops answering holds no more (the
      * others' calls for it fail at once, "not sent"), and cuts their calls loose from a
-     * server that went silent. */
-    void (*worker)(struct store *s, int most);
+     * server that went silent. Each of its calls that ends adds 1 to *trips (NULL: not
+     * counted), so the workers can tell one still on its first call from one that waits
+     * between calls. */
+    void (*worker)(struct store *s, int most, atomic_long *trips);
     /* Optional (spread items): the number (0 up) of item's server as far as the store
      * knows now, asking no one; -1 when it does not know. Never blocks. */
     int (*item_server)(struct store *s, const char *item);
