@@ -95,23 +95,28 @@ check_eq "  stock 8, sold 12, ledger 12" "8 12 12" "$(item_state r)"
 # master 1 restarts: without AOF it has forgotten H's key, so a second sale wins 1 and 3, a quorum too:
 # two holders at once (the probe counts the overlap; the fenced write still refuses the
 # older token). With appendfsync always, master 1 comes back with the key: the second waits. H's
-# lease (5 s) renews every 1.7 s: not while a master restarts, which would count as lost.
+# lease (9 s) renews every 3 s: not while a master restarts, which would count as lost. H
+# works 2.5 s; master 1 is killed once H's key is seen on masters 1 and 2 (on two busy cores a
+# grant can take 300 ms, and two masters as long to start again).
+held_on() {     # I J ITEM: ITEM's lock is on masters I and J
+    [ "$(m "$1" exists "$(item_key lock "$3")")$(m "$2" exists "$(item_key lock "$3")")" = 11 ]
+}
 restarted() {   # AOF ("" or "aof") ITEM; sets OV to the overlaps seen (in this shell: the
                 # masters it starts must stay on the cleanup list)
     local aof=$1 item=$2
     item_set "$item" 10 >/dev/null
     crash_master 1; crash_master 3
     start_master 1 "$aof" || return 1
-    sale "$B" "$item" work_ms=1500 > "$T_TMP/h-$item" &
+    sale "$B" "$item" work_ms=2500 > "$T_TMP/h-$item" &
     local h=$!
-    sleep 0.4
+    wait_until 5 "$h" held_on 1 2 "$item"
     crash_master 1
     start_master 1 "$aof" && start_master 3
     sale "$A" "$item" > "$T_TMP/b-$item"
     wait "$h"
     OV=$(item_get overlaps "$item")
 }
-start_service B --redis "127.0.0.1:$DATA" --lock v10 --lock-redis "$MASTERS" --ttl-ms 5000 \
+start_service B --redis "127.0.0.1:$DATA" --lock v10 --lock-redis "$MASTERS" --ttl-ms 9000 \
     --wait-ms 5000 --faults --name rlb || exit 1
 restarted "" empty 2>/dev/null
 check "a master restarted empty (no AOF): a second holder while the first works (overlaps ${OV:-0})" test "${OV:-0}" -ge 1
