@@ -371,39 +371,37 @@ galera_when() { [ "$1" -ge 0 ] && echo "$1 ms after the cut" || echo "not during
 
 # --- galera-row-lock -----------------------------------------------------------------------
 
-# galera_sale DIR H ITEM NAME: one sale of ITEM by curl in H, to H's instance, recorded as
-# build/sale-load records one (times on mono_now_ns's clock, read in H just before and
-# after: a little wider than the real interval) in DIR/history-NAME.jsonl, its body in
-# DIR/NAME.json, its status appended to DIR/codes.
-galera_sale() {
-    local dir=$1 item=$3 name=$4 url code
-    url="http://$(host_addr "$2"):$H_INSTANCE_PORT/inventory/sale?item=$item"
-    set -- $(in_host "$2" sh -c 'date +%s%N; curl -s -o "$1" -m 30 -w "%{http_code}\n" "$2"; date +%s%N' \
-             sh "$dir/$name.json" "$url")
-    code=${2:-000}
-    echo "$code" >> "$dir/codes"
-    jq -c --argjson s "$(( ${1:-0} - MONO_OFFSET ))" --argjson e "$(( ${3:-0} - MONO_OFFSET ))" \
-        --argjson st "$((10#$code))" --arg item "$item" '
-        {start_ns: $s, end_ns: $e, status: $st, item: $item} + if $st == 0 then {} else
-        {error: (.error // ""), instance: (.instance // "")}
-        + if .remaining then {remaining} else {} end end' "$dir/$name.json" \
-        > "$dir/history-$name.jsonl" 2>/dev/null ||
-        jq -nc --argjson s "$(( ${1:-0} - MONO_OFFSET ))" --arg item "$item" \
-            '{start_ns: $s, status: 0, item: $item}' > "$dir/history-$name.jsonl"
-}
-# galera_samples DIR H ITEM END_NS: sales of ITEM by curl in H (galera_sale, named S-H-1,
-# S-H-2, ...), one after the other until the time END_NS (mono_now_ns) or one answered 503
-# store_unavailable: its body then in DIR/refused-H.json.
+# galera_samples DIR H ITEM END_NS: sales of ITEM by curl in H, one after the other until
+# the time END_NS (mono_now_ns) or one answered 503 store_unavailable: its body then in
+# DIR/refused-H.json. One shell in H runs them all (a process per sale but curl's: on two
+# busy cores a sale's own shell, clock reads and jq took a second, and only two were sent
+# in 3 s); afterwards each is recorded as build/sale-load records one (times on
+# mono_now_ns's clock, read in H just before and after: a little wider than the real
+# interval) in DIR/history-S-H-N.jsonl, its body in DIR/S-H-N.json.
 galera_samples() {
-    local dir=$1 h=$2 item=$3 i=0
-    while [ "$(mono_now_ns)" -lt "$4" ]; do
-        i=$((i + 1))
-        galera_sale "$dir" "$h" "$item" "S-$h-$i"
-        if [ "$(jq -r '.error // ""' "$dir/S-$h-$i.json" 2>/dev/null)" = store_unavailable ]; then
-            cp "$dir/S-$h-$i.json" "$dir/refused-$h.json"
-            break
-        fi
-    done
+    local dir=$1 h=$2 item=$3 url i s e code
+    url="http://$(host_addr "$h"):$H_INSTANCE_PORT/inventory/sale?item=$item"
+    in_host "$h" bash -c '
+        i=0
+        while [ "${EPOCHREALTIME//[!0-9]/}000" -lt "$3" ]; do
+            i=$((i + 1)); s=${EPOCHREALTIME//[!0-9]/}000
+            c=$(curl -s -o "$1/S-$4-$i.json" -m 30 -w "%{http_code}" "$2") || c=${c:-000}
+            echo "$i $s ${EPOCHREALTIME//[!0-9]/}000 $c" >> "$1/S-$4.times"
+            if grep -q "\"error\": *\"store_unavailable\"" "$1/S-$4-$i.json" 2>/dev/null; then
+                cp "$1/S-$4-$i.json" "$1/refused-$4.json"; break
+            fi
+        done' sh "$dir" "$url" "$(( $4 + MONO_OFFSET ))" "$h"
+    while read -r i s e code; do
+        echo "$code" >> "$dir/codes"
+        jq -c --argjson s "$(( s - MONO_OFFSET ))" --argjson e "$(( e - MONO_OFFSET ))" \
+            --argjson st "$((10#$code))" --arg item "$item" '
+            {start_ns: $s, end_ns: $e, status: $st, item: $item} + if $st == 0 then {} else
+            {error: (.error // ""), instance: (.instance // "")}
+            + if .remaining then {remaining} else {} end end' "$dir/S-$h-$i.json" \
+            > "$dir/history-S-$h-$i.jsonl" 2>/dev/null ||
+            jq -nc --argjson s "$(( s - MONO_OFFSET ))" --arg item "$item" \
+                '{start_ns: $s, status: 0, item: $item}' > "$dir/history-S-$h-$i.jsonl"
+    done < <(cat "$dir/S-$h.times" 2>/dev/null)
 }
 
 scenario_galera_row_lock() {
