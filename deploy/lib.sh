@@ -23,6 +23,11 @@ usage() { printf '%s\n' "$USAGE"; [ -z "${1:-}" ] || exit "$1"; }
 # is_uint S, is_port S: S is a whole number; a port number (1 to 65535).
 is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; *) return 0 ;; esac; }
 is_port() { is_uint "$1" && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; }
+# PYTHON: Debian's python3 (deploy/install-deps installs it, with python3-kazoo) where it
+# is, whatever comes first in PATH: a pyenv shim there took 2 s a call on two busy cores
+# (0.2 s for /usr/bin/python3), and a virtualenv's lacks Debian's modules. The project's
+# Python tools name /usr/bin/python3 in their first line for the same reason.
+if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
 # now_ms: the wall clock in ms, read by the shell itself (EPOCHREALTIME, whatever the
 # locale's decimal point). Polls and timelines read it many times a second, and on two
 # busy cores a process per read (date) cost more than what it timed.
@@ -37,7 +42,7 @@ nap() {
 # mono_offset_ns: realtime minus monotonic, in ns, on this host: date +%s%N minus it is
 # CLOCK_MONOTONIC (build/sale-load's histories' clock). mono_start: measures it once
 # (MONO_OFFSET); mono_now_ns: the monotonic clock now, in ns, without a process per read.
-mono_offset_ns() { python3 -c 'import time; print(time.time_ns() - time.monotonic_ns())'; }
+mono_offset_ns() { "$PYTHON" -c 'import time; print(time.time_ns() - time.monotonic_ns())'; }
 mono_start() { MONO_OFFSET=$(mono_offset_ns); }
 mono_now_ns() { echo $(( ${EPOCHREALTIME//[!0-9]/} * 1000 - MONO_OFFSET )); }
 

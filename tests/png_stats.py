@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # png_stats.py - Counts the pixels of given colours in a PNG (stdlib only: zlib + unfiltering).
 """Usage: png_stats.py FILE.png RRGGBB [RRGGBB...]
 

@@ -110,7 +110,7 @@ check_eq "v3 to v10 and atomic on the cluster (with --faults' probe, and a keyed
     " v3:200200200 v4:200200200 v5:200200200 v6:200200200 v7:200200200 v8:200200200 v9:200200200 v10:200200200 atomic:200200200" "$answers"
 sleep 0.3
 kill $MONITORS 2>/dev/null
-python3 - "$T_TMP"/monitor-* > "$T_TMP/slots.out" 2>&1 <<'EOF'
+"$PYTHON" - "$T_TMP"/monitor-* > "$T_TMP/slots.out" 2>&1 <<'EOF'
 import shlex, subprocess, sys
 calls = []
 for f in sys.argv[1:]:

@@ -175,7 +175,7 @@ for f in sys.argv[1:]:
             print('%s: %s (no such heading)' % (f, target))
 PY
 check_eq "every relative link of README.md and docs/ reaches its file and heading" "" \
-    "$(python3 "$T_TMP/links.py" "$README" docs/*.md)"
+    "$("$PYTHON" "$T_TMP/links.py" "$README" docs/*.md)"
 
 # --- the README's doors ---
 for d in docs/evolution.md docs/operations.md docs/performance.md docs/models.md docs/design.md; do

@@ -159,7 +159,7 @@ check_eq "--help: exit 0" 0 "$(hist --help)"
 check "--help: the usage and the model" sh -c "grep -q '^Usage: loadtest/check-history FILE --stock S' $OUT && grep -q 'one counter' $OUT"
 
 # --- 200,000 lines in a few seconds (a load run's size) ---
-python3 - "$T_TMP/big.jsonl" <<'PY'
+"$PYTHON" - "$T_TMP/big.jsonl" <<'PY'
 import json, sys
 with open(sys.argv[1], "w") as f:
     for n in range(200000):

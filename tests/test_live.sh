@@ -154,7 +154,7 @@ load_stop() { : > "$T_TMP/load.stop"; wait $LOAD_PIDS; }
 page() {
     CHROMIUM=$CHROMIUM node tests/cdp.js "$URL/live?item=it1" "$1" \
         "$T_TMP/$2.json" "$T_TMP/$2.png" 1200x700 2>"$T_TMP/$2.err" || cat "$T_TMP/$2.err"
-    python3 tests/png_stats.py "$T_TMP/$2.png" $C_RED $C_HELD $C_RENEWED > "$T_TMP/$2.stats" 2>&1
+    "$PYTHON" tests/png_stats.py "$T_TMP/$2.png" $C_RED $C_HELD $C_RENEWED > "$T_TMP/$2.stats" 2>&1
 }
 # restart_instance PORT: stops the stack's instance on PORT (SIGTERM) and starts it again
 # with the same command line; its pid file names the new one (deploy/down stops it).

@@ -85,7 +85,7 @@ check_eq "check-history: the recorded history is possible (--final $final from R
     "$("$CHECK" "$H" --stock $S --final "$final" >"$T_TMP/check.out" 2>&1; echo $?)"
 cat "$T_TMP/check.out"
 # One 200 line's remaining made the same as another's: a unit sold twice.
-python3 - "$H" "$T_TMP/dup.jsonl" <<'PY'
+"$PYTHON" - "$H" "$T_TMP/dup.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 ok = [r for r in rows if r["status"] == 200]
@@ -155,7 +155,7 @@ check_eq "killed instance: check-history counts the status 0 as unknown: possibl
 
 # --- a server that accepts and never answers: --timeout-ms ---
 QP=$(free_port)
-python3 -c 'import socket, sys, time
+"$PYTHON" -c 'import socket, sys, time
 s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16); time.sleep(60)' "$QP" &
 T_PIDS="$T_PIDS $!"
 wait_until 5 "" bash -c "exec 3<>/dev/tcp/127.0.0.1/$QP"
@@ -205,7 +205,7 @@ while True:
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 PY
 OP=$(free_port)
-python3 "$T_TMP/odd.py" "$OP" &
+"$PYTHON" "$T_TMP/odd.py" "$OP" &
 T_PIDS="$T_PIDS $!"
 wait_until 5 "" bash -c "exec 3<>/dev/tcp/127.0.0.1/$OP"
 "$LOAD" --url "http://127.0.0.1:$OP/x?item=odd" -c 2 -d 0.5 --history "$T_TMP/o.jsonl" >"$T_TMP/o.out" 2>&1

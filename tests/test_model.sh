@@ -97,7 +97,7 @@ for row in $broken; do
     check_eq "$row: a diagram, an arrow per step sent" $((sends - own)) "$(grep -c 'marker-end=' "$svg" 2>/dev/null)"
     # (a cycle, "then, for ever", breaks with its whole loop: no one step is red)
     check "$row: the diagram parses, its break said in red (and its last step, but for a cycle)" sh -c \
-        "python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' '$svg' && grep -q 'class=\"broken\"' '$svg' && { grep -q '^then, for ever:' '$f' || grep -q 'stroke=\"#d62728\"' '$svg'; }"
+        "$PYTHON -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' '$svg' && grep -q 'class=\"broken\"' '$svg' && { grep -q '^then, for ever:' '$f' || grep -q 'stroke=\"#d62728\"' '$svg'; }"
 done
 check "v5 release-gap's diagram: the DEL of B's lock is an arrow to Redis, C's grant the red one" sh -c \
     "grep -q '>A: DEL deletes B&apos;s lock<\|>A: DEL deletes B.s lock<' '$OUT/model/v5-release-gap-mutex.svg' && grep 'stroke=\"#d62728\"' -A0 '$OUT/model/v5-release-gap-mutex.svg' | grep -q 'C: acquire ok'"

@@ -281,7 +281,7 @@ else
     [ -s "$T_TMP/shot.png" ] || tail -5 "$T_TMP/chrome.log"
     if [ -s "$T_TMP/shot.png" ]; then
         [ -n "${REPORT_SHOT:-}" ] && cp "$T_TMP/shot.png" "$REPORT_SHOT"
-        python3 tests/png_stats.py "$T_TMP/shot.png" $C_OVERSOLD $C_RPS $C_STOCK $C_SOLD $C_MISS \
+        "$PYTHON" tests/png_stats.py "$T_TMP/shot.png" $C_OVERSOLD $C_RPS $C_STOCK $C_SOLD $C_MISS \
             > "$T_TMP/stats" 2>&1
         cat "$T_TMP/stats"
         ge() { [ "${1:-0}" -ge "$2" ]; }
@@ -299,7 +299,7 @@ else
         --disable-background-networking --disable-component-update --disable-sync \
         --user-data-dir="$T_TMP/chrome" --window-size=1200,2400 \
         --screenshot="$T_TMP/empty.png" "file://$T_TMP/empty.html" >>"$T_TMP/chrome.log" 2>&1
-    python3 tests/png_stats.py "$T_TMP/empty.png" $C_OVERSOLD $C_RPS $C_STOCK $C_SOLD \
+    "$PYTHON" tests/png_stats.py "$T_TMP/empty.png" $C_OVERSOLD $C_RPS $C_STOCK $C_SOLD \
         > "$T_TMP/empty.stats" 2>&1
     check_eq "empty page screenshot: no chart colour at all" "0 0 0 0" \
         "$(awk 'NR > 2 { printf "%s%s", sep, $2; sep = " " }' "$T_TMP/empty.stats")"

@@ -132,7 +132,7 @@ while open(sys.argv[2]).read().strip() != "up":  # until it is back
 print(sale(), flush=True)                     # the same thread, the same connection
 PY
     echo down > "$T_TMP/state"
-    python3 "$T_TMP/ka.py" "$a" "$T_TMP/state" > "$T_TMP/ka.out" 2>&1 &
+    "$PYTHON" "$T_TMP/ka.py" "$a" "$T_TMP/state" > "$T_TMP/ka.out" 2>&1 &
     local kpid=$!
     T_PIDS="$T_PIDS $kpid"
     wait_until 5 "" redis_says 1 exists "$(item_key lock "$item")"

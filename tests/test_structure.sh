@@ -86,12 +86,12 @@ print(len(objs))
 for l in loops:
     print(l)
 PY
-out=$(python3 "$T_TMP/loops.py" build common redis zk db lock service service/config service/events \
+out=$("$PYTHON" "$T_TMP/loops.py" build common redis zk db lock service service/config service/events \
     service/faults service/http service/metrics service/sale service/store)
 check "the service's call graph covers common/, redis/, lock/ and service/ (over 50 objects)" \
     test "$(echo "$out" | head -1)" -gt 50
 check_eq "no two files of the service call each other in a loop" "" "$(echo "$out" | tail -n +2)"
-out=$(python3 "$T_TMP/loops.py" build loadtest common)
+out=$("$PYTHON" "$T_TMP/loops.py" build loadtest common)
 check "the load tools' call graph covers loadtest/ (3 objects or more)" test "$(echo "$out" | head -1)" -ge 3
 check_eq "no two files of loadtest/ call each other in a loop" "" "$(echo "$out" | tail -n +2)"
 
@@ -242,7 +242,7 @@ for src, fns in stays:
 print(f"{len(stays)} stays; {len(set(left))} files; {returns} returns")
 PY
 # walk ENTRY TYPE: "<stays> <files> <returns>" and the route, from the unoptimised objects.
-walk() { python3 "$T_TMP/walk.py" "$T_TMP/o0" "$1" "$2" common redis zk lock service service/config \
+walk() { "$PYTHON" "$T_TMP/walk.py" "$T_TMP/o0" "$1" "$2" common redis zk lock service service/config \
     service/events service/faults service/http service/metrics service/sale service/store; }
 route=$(walk lock_acquire lock_grant)
 set -- $(echo "$route" | tail -1)

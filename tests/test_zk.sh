@@ -97,7 +97,7 @@ esac
 # --- Curator's recipe, as another client reads it: kazoo's lock beside v11's -----------------
 # v11 names its nodes as Curator does (_c_UUID-lock-SEQ); kazoo, told that pattern, waits for
 # them, and v11 waits for kazoo's: 40 grants each, 5 ms held, on one path.
-if ! /usr/bin/python3 -c 'import kazoo' 2>/dev/null; then
+if ! "$PYTHON" -c 'import kazoo' 2>/dev/null; then
     skip "kazoo's lock beside v11's" "python3-kazoo is missing (make deps)"
 else
     build/zk_lock "$ZK_LIST" zinterop 40 5 > "$T_TMP/v11.grants" 2> "$T_TMP/v11.err" &
@@ -135,7 +135,7 @@ check_eq "  the next sale on B: granted" 200 "$code"
 check "  at once, not behind the node of the waiter that gave up (its wait for the lock $wait_ms ms; answered in $ms ms)" \
     test "$(metric "$B" inventory_lock_wait_seconds_count)" = $((n0 + 1)) -a "$wait_ms" -lt 250
 check_eq "  the lock's path holds no node after it" 0 \
-    "$(/usr/bin/python3 - "$ZK_LIST" <<'PY' 2>/dev/null
+    "$("$PYTHON" - "$ZK_LIST" <<'PY' 2>/dev/null
 import sys
 from kazoo.client import KazooClient
 zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=10)

@@ -111,7 +111,7 @@ cc_cold_item() { awk -v m="$2" '$2 == m { i = $1 } END { print i }' "$1/masters"
 # answered within 100 ms (-1: none), the slowest answer (ms) of those sent a command
 # timeout (5 s) and a probe's gap after the cut until 300 ms before the heal.
 cc_windows() {
-    python3 - "$1/history-A.jsonl" "$1/masters" "$CC_CUT_MASTER" "$2" "$3" <<'EOF'
+    "$PYTHON" - "$1/history-A.jsonl" "$1/masters" "$CC_CUT_MASTER" "$2" "$3" <<'EOF'
 import json, sys
 hist, masters, cut_master, cut, heal = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 at = dict(line.split() for line in open(masters))

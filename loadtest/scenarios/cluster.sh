@@ -55,7 +55,7 @@ items_judge() {
     local hist=$1 k=$2 s=$3 out=$4
     items_read "$k" "$out.state" ||   # "NAME STOCK SOLD LEDGER" a line
         { echo "items_judge: Redis did not answer for every item" >&2; return 1; }
-    python3 - "$hist" "$s" "$out" "$ITEM_DEFAULT" <<'EOF'
+    "$PYTHON" - "$hist" "$s" "$out" "$ITEM_DEFAULT" <<'EOF'
 import json, sys
 hist, stock, out, item_default = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 final, oversold, items_over, ledger_off = {}, 0, 0, 0

@@ -123,7 +123,7 @@ host_granted_more() { local n; n=$(host_grants "$1"); [ "${n:-0}" -gt "$2" ]; }
 # lock_children ITEM: how many nodes ITEM's lock path holds (0 when it is gone), read from
 # h3 with kazoo (an independent client; the service has no command that lists them).
 lock_children() {
-    HOSTS_VIA=h3 in_net /usr/bin/python3 - "$ZK_CONNECT" "$1" <<'PY'
+    HOSTS_VIA=h3 in_net "$PYTHON" - "$ZK_CONNECT" "$1" <<'PY'
 import sys
 from kazoo.client import KazooClient
 zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=10)
@@ -140,7 +140,7 @@ scenario_zk_partition_giveup() {
     local "$@"
     local svc b0 t_b a_code b_code next_code next_ms left why
     why=$(zk_check) || { SCN_OBSERVED="no ZooKeeper here: $why"; return 1; }
-    /usr/bin/python3 -c 'import kazoo' 2>/dev/null ||
+    "$PYTHON" -c 'import kazoo' 2>/dev/null ||
         { SCN_OBSERVED="python3-kazoo is missing (make deps): it lists the lock's nodes"; return 1; }
     mapfile -t svc < <(instance_flags "$@")
     zk_partition_stack "$stack" "$item" "$stock" "${svc[@]}" || return 1
