@@ -14,13 +14,6 @@
 #include "common/clock.h"
 #include "service/log.h"
 
-/* The savepoint of a read in the lock's transaction (v15). A write in that transaction
- * goes back to it first: nothing to undo (the read wrote nothing, and InnoDB keeps the row
- * locks taken since), but when the transaction was rolled back under it (on Galera, by a
- * write applied from another node while the sale worked) the savepoint is gone, the
- * statement fails, and the rest of the write is not run: it would otherwise run on its
- * own, outside any transaction, from a stock read in the one that is gone. */
-#define READ_MARK "stock_read"
 /* The guarded UPDATE's error when the stock is not the one read: NULL into stock (MariaDB's
  * ER_BAD_NULL_ERROR, strict mode, the server's default). */
 enum { STALE_READ = 1048 };
@@ -28,8 +21,9 @@ enum { STALE_READ = 1048 };
 /* The grant's read on c, inside v15's transaction (the lock), the row read FOR UPDATE too:
  * on Galera a row lock is one node's only, and a write of the stock certified on another
  * node then aborts this transaction, where a plain read would let it write a stock read
- * before that write (docs/faults.md). A savepoint marks the read: the write goes back to
- * it first, which fails when the transaction is gone (READ_MARK); SALE_OK or why not. */
+ * before that write (docs/faults.md). A transaction aborted so under a sale that works
+ * fails its next statement (1213, a deadlock): the write's first, so nothing of it is
+ * written. SALE_OK or why not. */
 static enum sale_result read_in(struct db_store *ds, struct db_conn *c, const char *item,
                                 long long *stock, char *msg, size_t size)
 {
@@ -41,7 +35,7 @@ static enum sale_result read_in(struct db_store *ds, struct db_conn *c, const ch
     sql_init(&q, sql, sizeof(sql));
     sql_add(&q, "SELECT stock FROM items WHERE item = ");
     sql_str(&q, c, item);
-    sql_add(&q, " FOR UPDATE; SAVEPOINT " READ_MARK);
+    sql_add(&q, " FOR UPDATE");
     if (ds_run(ds, c, &q, &r, 1, NULL, &err) != DB_OK) {
         snprintf(msg, size, "%s", err.msg);
         return ds_is_down(&err) || err.fault == DB_E_LOST ? SALE_STORE_DOWN : SALE_ERROR;
@@ -80,13 +74,13 @@ int ds_grant(struct store *s, struct lock_client *lc, const char *item, long wai
 struct write_text {
     char first[ID_MAX];          /* the first ledger row's id: what settles a lost answer */
     int rows_at, stock_at;       /* the statements' indexes (-1: none) */
-    int mark_at;                 /* the going back to the read's savepoint (-1: none) */
+    int guarded;                 /* its UPDATE checks the stock is the one read */
     int n;                       /* statements */
 };
 
-/* b's write after the fence, for c (begin: START TRANSACTION first; held_read: back to
- * the savepoint of the read in the lock's transaction first, and the stock checked in its
- * UPDATE): the ledger's rows first (a keyed sale's row that exists fails before anything
+/* b's write after the fence, for c (begin: START TRANSACTION first; held_read: in the
+ * lock's transaction, which read the stock: the stock checked in its UPDATE): the ledger's
+ * rows first (a keyed sale's row that exists fails before anything
  * is written), then the stock the sale computed and sold, the probe's leave, COMMIT. */
 static void write_build(struct sql *q, struct db_conn *c, struct db_store *ds,
                         const struct store_batch *b, int begin, int held_read,
@@ -97,11 +91,9 @@ static void write_build(struct sql *q, struct db_conn *c, struct db_store *ds,
 
     w->n = 0;
     w->stock_at = -1;
-    w->mark_at = -1;
+    w->guarded = b->k > 0 && held_read;
     if (begin)
         sql_add(q, "START TRANSACTION; "), w->n++;
-    else if (held_read)
-        sql_add(q, "ROLLBACK TO SAVEPOINT " READ_MARK "; "), w->mark_at = w->n++;
     sql_add(q, "INSERT INTO orders (id, item, request_id, status, remaining, token, "
             "instance) VALUES ");
     for (int i = 0; i < b->n && (i < b->k || (keyed && i == 0)); i++) {
@@ -113,7 +105,7 @@ static void write_build(struct sql *q, struct db_conn *c, struct db_store *ds,
                    i < b->k ? b->stock - 1 - i : 0, b->g->token);
     }
     w->rows_at = w->n++;
-    if (b->k > 0 && held_read) {
+    if (w->guarded) {
         /* The stock it read, still the stock, or the statement fails (NULL into a NOT NULL
          * column): on Galera a transaction rolled back and replayed from its write set frees
          * its row locks meanwhile, and a sale on the same node could read the stock from
@@ -201,16 +193,7 @@ static enum wrote write_failed(struct db_store *ds, struct db_conn *c, struct st
         ds_replay(ds, w->first, b->rqs[0]);   /* its first answer stands */
         return WROTE_REPLAY;
     }
-    if (failed >= 0 && failed == w->mark_at && err->fault != DB_E_LOST &&
-        err->fault != DB_E_DEADLOCK) {   /* (a deadlock says so itself, below) */
-        log_event("WARN", "mysql: the transaction that read %s's stock was gone at its write "
-                  "(%s): nothing written", b->g->item, err->msg);
-        sale_set_all(b->rqs, b->n, SALE_STORE_DOWN, "the transaction that read the stock was "
-                     "rolled back before the write (Galera: a conflicting write applied from "
-                     "another node); nothing was written");
-        return WROTE_NOT_SOLD;
-    }
-    if (failed >= 0 && failed == w->stock_at && w->mark_at >= 0 && err->code == STALE_READ) {
+    if (failed >= 0 && failed == w->stock_at && w->guarded && err->code == STALE_READ) {
         log_event("WARN", "mysql: %s's stock changed after its read in the lock's transaction: "
                   "rolled back, nothing written", b->g->item);
         sale_set_all(b->rqs, b->n, SALE_STORE_DOWN, "the stock changed after this transaction "
