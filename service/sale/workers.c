@@ -35,6 +35,7 @@ struct line {
     int ready;                    /* in the ready list */
     int server;                   /* its store server when it was made ready (-1: none) */
     long picked_trips;            /* its worker's trips (below) when it took it */
+    long long picked_ms;          /* monotonic: when its worker took it */
     int granted;                  /* its worker holds its lock */
     int waiting;                  /* in the waiting list: it has sales (head) */
     long long last_us;            /* monotonic: when its last sale came */
@@ -74,13 +75,14 @@ static pthread_t reaper;
 
 /* With spread items (a store of several servers), each worker's line now (served[i],
  * NULL: idle) tells how many workers work on each server: those that hold their line's
- * lock, or whose first call for it has not come back yet (trips[i], the store's count of
- * worker i's calls, has not moved since it took the line). One refused waits for
+ * lock, took it less than PICK_MS ago (its grant may have come back and not yet been
+ * told: granted), or whose first round trip for it has not come back yet (trips[i], the
+ * store's count of worker i's trips, has not moved since it took the line: on busy cores
+ * a worker may not have run at all in PICK_MS). One refused past that waits for
  * another's grant, on no server: two such would otherwise hold every other line of
- * theirs. (A time since the take would count one that no core has run yet as waiting.)
- * At most per_server() may at once: the store's cap (half the workers, at least one).
- * SERVERS_COUNTED: as many as the Redis layer numbers (one past it is not counted). */
-enum { SERVERS_COUNTED = 64 };
+ * theirs. At most per_server() may at once: the store's cap (half the workers, at least
+ * one). SERVERS_COUNTED: as many as the Redis layer numbers (one past it is not counted). */
+enum { SERVERS_COUNTED = 64, PICK_MS = 5 };
 static struct line **served;
 static atomic_long *trips;
 
@@ -224,13 +226,14 @@ static void ready_unlink(struct line *prev, struct line *l)
 /* How many workers work on server s now (served). With mu held. */
 static int working_on(int s)
 {
+    long long now = clock_now_ms();
     int n = 0;
 
     for (int i = 0; i < running; i++) {
         const struct line *l = served[i];
         n += l && l->server == s &&
-             (l->granted || atomic_load_explicit(&trips[i], memory_order_relaxed) ==
-                            l->picked_trips);
+             (l->granted || now - l->picked_ms < PICK_MS ||
+              atomic_load_explicit(&trips[i], memory_order_relaxed) == l->picked_trips);
     }
     return n;
 }
@@ -305,6 +308,7 @@ static void *worker_main(void *arg)
             break;   /* stopping, and no line has sales left */
         l->busy = 1;
         l->picked_trips = atomic_load_explicit(&trips[me], memory_order_relaxed);
+        l->picked_ms = clock_now_ms();
         l->granted = 0;
         served[me] = l;
         struct sale_job *first = line_pop(l);
