@@ -330,22 +330,27 @@ int rd_key_silent(struct rd_client *rc, const char *key)
     return server >= 0 && silent(rc, server);
 }
 
-void rd_health_leave(struct rd_client *rc)
+/* t leaves every server it entered; a gated round trip that went out counts in the
+ * thread's trips (trip). */
+static void leave_all(struct rd_client *rc, struct rd_thread *t, int trip)
 {
-    struct rd_thread *t = pthread_getspecific(rc->key);
-
-    for (int s = 0; t && t->inside && s < RD_SERVERS_KNOWN; s++)
+    if (t == NULL)
+        return;
+    if (trip && t->gated && thread_trips)
+        atomic_fetch_add(thread_trips, 1);
+    for (int s = 0; t->inside && s < RD_SERVERS_KNOWN; s++)
         if (t->inside & (1ULL << s))
             leave_one(rc, t, s);
 }
 
+void rd_health_leave(struct rd_client *rc)
+{
+    leave_all(rc, pthread_getspecific(rc->key), 0);
+}
+
 void rd_health_trip_leave(struct rd_client *rc)
 {
-    struct rd_thread *t = pthread_getspecific(rc->key);
-
-    if (t && t->gated && thread_trips)
-        atomic_fetch_add(thread_trips, 1);
-    rd_health_leave(rc);
+    leave_all(rc, pthread_getspecific(rc->key), 1);
 }
 
 int rd_client_health(struct rd_client *rc, int server, struct rd_node_health *out)
