@@ -14,12 +14,13 @@ defaults_long_work="ttl=500 wait=10000 stock=40"
 
 scenario_long_work() {
     local "$@"
-    local a b work=$((ttl_ms * 3)) overlaps
+    local a b work=$((ttl_ms * 3)) overlaps seen
     stack_read "$stack" || return 1
     a=$(port_of 1); b=$(port_of 2)
     sampler_start "$dir" "$item"
+    lock_seen "$item" 5 & seen=$!
     sale_bg "$dir" "$item" "$a" "work_ms=$work"
-    wait_until 5 "" lock_held "$item" || { sampler_stop; SCN_OBSERVED="the long sale never took the lock"; return 1; }
+    wait "$seen" || { bg_wait; sampler_stop; SCN_OBSERVED="not played: the long sale's lock was not seen within 5 s"; return 1; }
     load_bg "$dir" "$item" "$b" 4 $(( work / 1000 + 2 )) "work_ms=100" long
     bg_wait
     sampler_stop
