@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_compare.sh - loadtest/compare: a real short run (--quick: atomic and v8, 2 s loads,
+# test_compare.sh - loadtest/compare: a real short run (--quick: atomic and v8, 1 s loads,
 # v8's pause and crash) gives every design's row, each figure a number or null with its
 # reason; with MariaDB, a run of v15 (1 s loads, no failure) measures a database's row;
 # the page's table is what its JSON gives, for the run's page and for the committed
