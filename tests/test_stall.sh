@@ -194,7 +194,7 @@ crash_load_case() {
             while read -r v; do [ "$v" = 1 ] && break; done
         kill -9 "$pid"; wait "$pid" 2>/dev/null
         sleep 0.5
-        sock=$(mktemp -u /tmp/redis-stall.XXXXXX.sock)
+        sock=$(mktemp -u "$T_TMP/rs.XXXXXX.sock")   # (under T_TMP: gone with it; 60 characters or so, a socket's path may have 107)
         REDIS_CONF=$run/redis.conf redis_start "$rp" 127.0.0.1 always "$run/redis" "$run/redis.log" \
             "$run/redis.pid" --port 0 --unixsocket "$sock" --unixsocketperm 700
         wait_until 30 "$REDIS_STARTED_PID" crash_pongs "$run" "$sock" ||
