@@ -240,18 +240,15 @@ stock_left() {
 # lock_held ITEM, lock_free ITEM: ITEM's lock key exists; does not.
 lock_held() { [ "$(rcli exists "$(item_key lock "$1")")" = 1 ]; }
 lock_free() { [ "$(rcli exists "$(item_key lock "$1")")" = 0 ]; }
-# lock_gone ITEM SECS: ITEM's lock key seen not to exist within about SECS (whole) seconds,
-# asked every 10 ms by one redis-cli: on busy cores a poll that forks a client each time saw
-# a lease run out hundreds of ms late.
-lock_gone() {
-    rcli -r "$(( $2 * 100 ))" -i 0.01 exists "$(item_key lock "$1")" 2>/dev/null | grep -qxm1 0
+# lock_seen ITEM SECS, lock_gone ITEM SECS: ITEM's lock key seen to exist (not to exist)
+# within about SECS (whole) seconds, asked every 10 ms by one redis-cli (lock_watch). On busy
+# cores a poll that forked a client each time missed a 500 ms lease, or saw one run out
+# hundreds of ms late; lock_seen is started (&) before the sale that takes the lock.
+lock_watch() {
+    rcli -r "$(( $2 * 100 ))" -i 0.01 exists "$(item_key lock "$1")" 2>/dev/null | grep -qxm1 "$3"
 }
-# lock_seen ITEM SECS: ITEM's lock key seen to exist within about SECS seconds, asked every
-# 10 ms by one redis-cli. Started (&) before the sale that takes the lock: a lease of 500 ms
-# is not missed on busy cores, where a poll that forks a client each time once was.
-lock_seen() {
-    rcli -r "$(( $2 * 100 ))" -i 0.01 exists "$(item_key lock "$1")" 2>/dev/null | grep -qxm1 1
-}
+lock_seen() { lock_watch "$1" "$2" 1; }
+lock_gone() { lock_watch "$1" "$2" 0; }
 
 # sampler_start DIR ITEM / sampler_stop: ITEM's stock and sold (in Redis, or the database)
 # every 100 ms into DIR/timeline.
