@@ -145,11 +145,22 @@ done
 check "the objects for the walks build (-O0 -g)" test "$o0_ok" = 1
 cat > "$T_TMP/walk.py" <<'PY'
 # walk.py OBJDIR ENTRY TYPE FOLDER...: the walk of a TYPE value from function ENTRY.
-import glob, os, re, subprocess, sys
+import glob, os, pickle, re, subprocess, sys
 objdir, entry, typename, folders = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 calls = {}    # (file, function) -> the names it calls, in the order written
 takes = set() # (file, function) that takes the value: a parameter of type TYPE (or a
               # pointer to it), or of a struct with such a member (a holder)
+
+def cached(o, kind, make):
+    """make(o), kept beside o (the walks read the same objects: each parsed once)."""
+    path = f'{o}.{kind}.pickle'
+    if os.path.exists(path):
+        with open(path, 'rb') as f:
+            return pickle.load(f)
+    v = make(o)
+    with open(path, 'wb') as f:
+        pickle.dump(v, f)
+    return v
 
 def dies_of(o):
     """Every DWARF entry of object o by offset: tag, name, type, children."""
@@ -189,20 +200,23 @@ def is_value(dies, t, holder=True):
         d, hops = dies.get(d.get('type')), hops + 1
     return False
 
+def disassembly(o):
+    """Object o's disassembly with its relocations, as lines."""
+    return subprocess.run(['objdump', '-d', '-r', '--no-show-raw-insn', o],
+                          capture_output=True, text=True).stdout.splitlines()
+
 local = {}    # file -> its functions by name (a static one is found in its own file first)
 for f in folders:
     for o in sorted(glob.glob(os.path.join(objdir, f, '*.o'))):
         src = os.path.relpath(o, objdir)[:-2] + '.c'
-        dies = dies_of(o)
+        dies = cached(o, 'dies', dies_of)
         for d in dies.values():
             if d['tag'] == 'DW_TAG_subprogram' and 'name' in d and any(
                     c['tag'] == 'DW_TAG_formal_parameter' and c.get('type') and is_value(dies, c['type'])
                     for c in d['children']):
                 takes.add((src, d['name']))
-        out = subprocess.run(['objdump', '-d', '-r', '--no-show-raw-insn', o],
-                             capture_output=True, text=True).stdout
         cur, local[src] = None, {}
-        for line in out.splitlines():
+        for line in cached(o, 'asm', disassembly):
             m = re.match(r'^[0-9a-f]+ <([^>]+)>:$', line)
             if m:
                 cur = local[src][m.group(1)] = (src, m.group(1))
