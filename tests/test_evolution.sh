@@ -107,8 +107,12 @@ if [ "$WHERE" = mysql ]; then
         row_is v12 crash '.lock_timeouts >= 3 and (.observed | test("its row in locks still names it.*3 of 3 later sales lock_timeout, nothing sold; after a DELETE of the row by hand: 200"))'
     check "v13 crash: the dead holder's lease ran out by the database's clock, the 3 later sales sold" \
         row_is v13 crash '.lock_timeouts == 0 and (.observed | test("leases row ran out by the database.s clock [0-9]+ ms after the kill.*3 of 3 later sales sold"))'
-    check "v15 crash: the holder's connection gone, the row lock with it: the first sale within a second of the kill" \
-        row_is v15 crash '.measures.gap_ms <= 1000 and (.observed | test("its connection [(]the server.s thread [0-9]+[)] gone [0-9]+ ms after the kill"))'
+    # (Timed from the lock's side: the connection gone within a second of the kill, and the
+    # next sale, sent once it was, sold within a second; this script's own steps between
+    # the two, slow on busy cores, are not the lock's.)
+    check "v15 crash: the holder's connection gone within a second of the kill, the row lock with it: the next sale sold within a second" \
+        row_is v15 crash '.observed | capture("its connection [(]the server.s thread [0-9]+[)] gone (?<g>[0-9]+) ms after the kill.*the next sale sent [0-9]+ ms after the kill answered 200 in (?<t>[0-9]+) ms")
+            | (.g | tonumber) <= 1000 and (.t | tonumber) <= 1000'
     check "v12 nested: 5 of 5 lock_timeout, sold in the database did not move" \
         row_is v12 nested '.observed | test("0 sold, 5 lock_timeout; sold in the database moved by 0")'
     for v in v13 v15; do
