@@ -132,7 +132,11 @@ lost_release() {   # lost_release LABEL FLAG...: the scenario on instance A star
     check "$label: master, two replicas, three sentinels" wait_until 15 "" all_ready
     check "  both replicas acknowledge writes" wait_until 10 "" replica_acks 127.0.0.1 "$M2" 2
     rcli -p "$M2" mset "$(item_key stock g)" 20 "$(item_key stock h)" 20 >/dev/null
-    flags=(--sentinel "$SENTINELS" --sentinel-master shop --lock v8 --ttl-ms 15000 --wait-ms 20000 --faults)
+    # A lease of 30 s: the promoted replica must still hold A's grant (over 3 s of it left)
+    # after 4 s of work, the cut, the kill and the promotion, which on busy cores once took
+    # over 11 s together. B's wait (20 s) ends before that lease would: a grant never
+    # given back is B's 503, not a late 200.
+    flags=(--sentinel "$SENTINELS" --sentinel-master shop --lock v8 --ttl-ms 30000 --wait-ms 20000 --faults)
     start_service C "${flags[@]}" "$@" --name "lost-a$label" || exit 1
     c_pid=$SVC_PID
     start_service D "${flags[@]}" --name "lost-b$label" || exit 1
