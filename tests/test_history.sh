@@ -208,5 +208,12 @@ check_eq "  a client never served counts, with no sale: 3 clients, Jain 0.6533, 
     "3 0.6533 0" "$(loadtest/fairness "$T_TMP/fa.jsonl" "$T_TMP/fb.jsonl" "$T_TMP/fc.jsonl" |
                     jq -r '"\(.clients) \(.jain) \(.min_sales)"')"
 check_eq "  no history: exit 2" 2 "$(loadtest/fairness "$T_TMP/none.jsonl" >/dev/null 2>&1; echo $?)"
+# --settled: fb's first sale answered at 40 ms; fa's two answered before (at 30 and 35 ms)
+# are left out, its two after and fb's three count.
+check_eq "  --settled: from 40 ms (fb's first answer), 2 left out, 2 and 3 counted" "40 2 2,3 5" \
+    "$(loadtest/fairness --settled "$T_TMP/fa.jsonl" "$T_TMP/fb.jsonl" |
+       jq -r '"\(.from_ms) \(.left_out) \(.by_history | map(tostring) | join(",")) \(.sales)"')"
+check_eq "  --settled with a history that never sold: no sale counts, exit 2" 2 \
+    "$(loadtest/fairness --settled "$T_TMP/fa.jsonl" "$T_TMP/fc.jsonl" >/dev/null 2>&1; echo $?)"
 
 t_report
