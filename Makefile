@@ -20,7 +20,7 @@
 #   WERROR=0              do not turn warnings into errors (for packagers)
 
 PREFIX   ?= /usr/local
-# The build before a test, demo, bench, compare or model run: one compiler a core, unless
+# The build before a test, demo, bench or compare run: one compiler a core, unless
 # make was given -j itself (its jobs then shared; read when the recipe runs, as make sets
 # MAKEFLAGS' -j after reading this file). A clean build on 2 cores: 22 s in turn,
 # 10 s two at a time.

@@ -137,14 +137,19 @@ crash_on_database() {
         [ "$code" = 503 ] || stuck=0
         [ "$code" = 200 ] && ok=$((ok+1))
     done
-    first=$(first_sale_after "$hist" "$t_kill" answered)
-    # The first request sent after the kill: its status, and when it was sent and answered
-    # (ms after the kill). The script sends it once the lock shows freed: what it then
-    # waits is the lock's, not this script's own steps on busy cores.
-    set -- $(jq -rs --argjson t "$t_kill" '[.[] | select(.start_ns >= $t)] | min_by(.start_ns)
-        | if . then "\(.status) \((.start_ns - $t) / 1e6 | floor) \((.end_ns - $t) / 1e6 | floor)"
-          else "000 -1 -1" end' "$hist")
-    local next_code=$1 next_sent=$2 next_took=$(( $3 - $2 ))
+    # One read of the history: the first 200 answered after the kill (first_sale_after's
+    # "answered", ms after the kill, -1 when none), and the first request sent after it: its
+    # status, when it was sent and answered (ms after the kill). The script sends it once
+    # the lock shows freed: what it then waits is the lock's, not this script's own steps
+    # on busy cores.
+    set -- $(jq -rs --argjson t "$t_kill" '
+        ([.[] | select(.status == 200 and .end_ns >= $t) | .end_ns] | min
+         | if . then ((. - $t) / 1e6 | floor) else -1 end) as $first
+        | [.[] | select(.start_ns >= $t)] | min_by(.start_ns)
+        | if . then "\($first) \(.status) \((.start_ns - $t) / 1e6 | floor) \((.end_ns - $t) / 1e6 | floor)"
+          else "\($first) 000 -1 -1" end' "$hist")
+    first=$1
+    local next_code=$2 next_sent=$3 next_took=$(( $4 - $3 ))
     if [ "$stuck" = 1 ] && [ "$freed" -lt 0 ] && [ "$(sold_now "$item")" = "$sold_before" ] &&
        db_row_names "$table" "$item" "$owner"; then
         db_sql "DELETE FROM inventory.$table WHERE name = $(db_lit "$item")" >/dev/null  # by hand
